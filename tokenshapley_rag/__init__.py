@@ -1,0 +1,40 @@
+"""tokenshapley-rag: keyword-level citations for RAG answers with exact token Shapley values."""
+
+from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley
+from tokenshapley_rag._render import render_html, render_markdown
+from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
+from tokenshapley_rag.errors import (
+    DuplicateSourceIdError,
+    EmptyTextError,
+    InvalidInputError,
+    InvalidInputTypeError,
+    ModelLoadError,
+    ModelNotFoundError,
+    TextTooLongError,
+    TokenShapleyError,
+)
+from tokenshapley_rag.shapley import knn_shapley, knn_shapley_batch
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttributionResult",
+    "TokenScores",
+    "TokenShapley",
+    "render_html",
+    "render_markdown",
+    "DuplicateSourceIdError",
+    "EmptyTextError",
+    "InvalidInputError",
+    "InvalidInputTypeError",
+    "KeywordCitation",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "SentenceScore",
+    "Source",
+    "SourceAttribution",
+    "TextTooLongError",
+    "TokenShapleyError",
+    "knn_shapley",
+    "knn_shapley_batch",
+]

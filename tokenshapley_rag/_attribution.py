@@ -1,0 +1,529 @@
+"""TokenShapley: attribute every keyword of an answer to the source sentences it came from."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord
+from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
+from tokenshapley_rag._models import default_cache_dir, load_causal_lm
+from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
+from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
+from tokenshapley_rag.errors import (
+    DuplicateSourceIdError,
+    EmptyTextError,
+    InvalidInputError,
+    InvalidInputTypeError,
+)
+from tokenshapley_rag.shapley import knn_shapley_batch
+
+__all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources"]
+
+DEFAULT_LAYER = 15
+_MATCH_MODES = ("exact", "normalized")
+_CANDIDATE_MODES = ("nearest", "mixed")
+
+
+def coerce_sources(sources: Iterable[Any]) -> list[Source]:
+    """Turn strings, :class:`Source` objects, mappings or objects with ``id``/``text``
+    attributes into a validated list of :class:`Source` (ids ``"0"``, ``"1"``, ... for
+    plain strings).
+
+    Raises
+    ------
+    InvalidInputTypeError
+        ``sources`` is a string, or an item is not one of the accepted kinds.
+    EmptyTextError
+        No sources, or a source whose text is empty or only whitespace.
+    DuplicateSourceIdError
+        Two sources share an id.
+
+    Examples
+    --------
+    >>> [s.id for s in coerce_sources(["a.", {"id": "x", "text": "b."}])]
+    ['0', 'x']
+    """
+    if isinstance(sources, (str, bytes)):
+        raise InvalidInputTypeError("sources must be a list of texts or Source objects, not a single string")
+    if not isinstance(sources, Iterable):
+        raise InvalidInputTypeError(f"sources must be a list, got {type(sources).__name__}")
+    out: list[Source] = []
+    for i, item in enumerate(sources):
+        if isinstance(item, Source):
+            src = item
+        elif isinstance(item, str):
+            src = Source(id=str(i), text=item)
+        elif isinstance(item, Mapping) and "text" in item:
+            src = Source(id=str(item.get("id", i)), text=item["text"], metadata=dict(item.get("metadata") or {}))
+        elif hasattr(item, "text") and hasattr(item, "id"):
+            src = Source(id=str(item.id), text=item.text, metadata=dict(getattr(item, "metadata", None) or {}))
+        else:
+            raise InvalidInputTypeError(
+                f"sources[{i}] must be a str, a Source, a mapping with 'text' or an object with id and text; "
+                f"got {type(item).__name__}"
+            )
+        if not isinstance(src.text, str):
+            raise InvalidInputTypeError(f"sources[{i}].text must be a str, got {type(src.text).__name__}")
+        if not src.text.strip():
+            raise EmptyTextError(f"sources[{i}] (id {src.id!r}) is empty or only whitespace")
+        out.append(src)
+    if not out:
+        raise EmptyTextError("sources is empty: give at least one source text to attribute to")
+    seen: dict[str, int] = {}
+    for i, src in enumerate(out):
+        if src.id in seen:
+            raise DuplicateSourceIdError(f"source id {src.id!r} is used by sources[{seen[src.id]}] and sources[{i}]")
+        seen[src.id] = i
+    return out
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Per-token attribution, for analysis.
+
+    ``scores[t, j]`` is the summed Shapley value of the datastore entries of sentence ``j``
+    (``AttributionResult.sentence_scores[j]``) for answer token ``t``. Row sums equal the
+    token game's value U(all) (1 if the nearest evidence carries the token, else 0, for
+    K = 1). ``keyword[t]`` is the index of the token's keyword in ``keywords`` or -1.
+    """
+
+    texts: list[str]
+    offsets: np.ndarray  # (T, 2) int64 char offsets into the answer
+    scores: np.ndarray  # (T, n_sentences) float64
+    keyword: np.ndarray  # (T,) int64
+
+
+@dataclass(frozen=True)
+class AttributionResult:
+    """Keyword citations of one answer, with source-, sentence- and token-level scores.
+
+    Scores are sums of exact Shapley values (see :class:`TokenShapley`), so they add up:
+    a keyword's score for a source is the sum over its tokens; ``source_scores`` sums over
+    all answer tokens, stopwords included.
+    """
+
+    query: str
+    response: str
+    sources: list[Source]
+    citations: list[KeywordCitation]
+    source_scores: dict[str, float]
+    sentence_scores: list[SentenceScore]
+    tokens: TokenScores
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def span_scores(self, start: int, end: int) -> dict[str, float]:
+        """Per-source score of any span of the answer: the summed Shapley values of the
+        answer tokens that overlap ``response[start:end]``.
+
+        Examples
+        --------
+        >>> res.span_scores(0, 5)  # doctest: +SKIP
+        {'0': 1.0, '1': 0.0}
+        """
+        if not (0 <= start < end <= len(self.response)):
+            raise InvalidInputError(f"span [{start}, {end}) is not inside the answer of length {len(self.response)}")
+        offs = self.tokens.offsets
+        inside = np.flatnonzero((offs[:, 0] < end) & (offs[:, 1] > start) & (offs[:, 1] > offs[:, 0]))
+        per_sentence = self.tokens.scores[inside].sum(axis=0)
+        out = {s.id: 0.0 for s in self.sources}
+        for j, sent in enumerate(self.sentence_scores):
+            out[sent.source_id] += float(per_sentence[j])
+        return out
+
+    def to_markdown(self) -> str:
+        """The answer with footnote markers ``[^n]`` after cited keywords and a footnote
+        list quoting each cited sentence (see :func:`tokenshapley_rag.render_markdown`)."""
+        from tokenshapley_rag._render import render_markdown
+
+        return render_markdown(self)
+
+    def to_html(self) -> str:
+        """A self-contained HTML page: keywords highlighted, hover/focus/click shows the
+        source sentence (see :func:`tokenshapley_rag.render_html`)."""
+        from tokenshapley_rag._render import render_html
+
+        return render_html(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable dict of the whole result (token scores included)."""
+        return {
+            "query": self.query,
+            "response": self.response,
+            "sources": [{"id": s.id, "text": s.text, "metadata": dict(s.metadata)} for s in self.sources],
+            "citations": [c.to_dict() for c in self.citations],
+            "source_scores": {k: float(v) for k, v in self.source_scores.items()},
+            "sentence_scores": [s.to_dict() for s in self.sentence_scores],
+            "tokens": [
+                {
+                    "text": text,
+                    "start": int(self.tokens.offsets[t, 0]),
+                    "end": int(self.tokens.offsets[t, 1]),
+                    "keyword": int(self.tokens.keyword[t]),
+                    "scores": {str(j): float(v) for j, v in enumerate(self.tokens.scores[t]) if v != 0.0},
+                }
+                for t, text in enumerate(self.tokens.texts)
+            ],
+            "config": dict(self.config),
+        }
+
+
+class TokenShapley:
+    """Keyword-level citations with TokenShapley (exact KNN-Shapley over a token datastore).
+
+    For every context token the datastore holds the encoder's hidden state before that
+    token, with the prefix starting at the token's own sentence (so keys are cached per
+    sentence), and the token itself. Each answer token is encoded teacher-forced after the
+    query (the generator can be any model, an API model included); its ``m`` nearest
+    datastore entries play the game ``U(S) = 1[sum of the top-k votes in S >= 0]`` with vote
+    ``+s`` for an entry carrying the same token and ``-s`` otherwise, ``s`` an RBF
+    similarity. Their exact Shapley values are summed per sentence, per keyword and per
+    source.
+
+    Parameters
+    ----------
+    model : str, path, transformers.PreTrainedModel or None, default=None
+        The encoder: None for the embedded SmolLM2-135M-Instruct, a local path / cached hub
+        name, ``"gemma-3-270m"``, or a loaded causal LM (then pass ``tokenizer``).
+    tokenizer : optional
+        Tokenizer for a loaded ``model`` (must be a fast tokenizer).
+    layer : int, default=15
+        Which hidden state (0 = embeddings) keys and queries come from.
+    k : int, default=1
+        Neighbours that vote (the paper's K).
+    m : int, default=10
+        Candidates per answer token whose Shapley values are computed (the paper's M).
+    gamma : float or "auto", default="auto"
+        RBF width in ``s = exp(-gamma * d^2)``. "auto" uses ``1 / median(d^2)`` over the
+        retrieved neighbours of the answer. Similarities are computed as
+        ``exp(-gamma * (d^2 - d^2_nearest))``: the vote game is unchanged by a common
+        positive factor, and the nearest entry gets 1, so they cannot all underflow to 0.
+    match : {"normalized", "exact"}, default="normalized"
+        When a datastore token "equals" an answer token. "exact": same token id.
+        "normalized": same decoded text after Unicode NFKC, case folding and stripping
+        whitespace, so " Paris" (mid-sentence) matches "Paris" (sentence-initial).
+    candidates : {"nearest", "mixed"}, default="nearest"
+        "nearest": the ``m`` nearest entries (the paper). "mixed": the ``m // 2`` nearest
+        entries carrying the answer token plus the nearest others, so evidence that carries
+        the token is always among the players when the context has it.
+    support_threshold : float, default=0.0
+        A keyword is ``supported`` when its best source sentence's score, divided by the
+        keyword's number of tokens, exceeds this (see ``KeywordCitation.support``).
+    device : str, default="cpu"
+    cache_dir : path or None
+        Where converted models and sentence keys are cached; defaults to
+        ``$TOKENSHAPLEY_CACHE`` or ``~/.cache/tokenshapley-rag``.
+    use_disk_cache : bool, default=True
+        Keep sentence keys on disk (otherwise only in memory).
+    max_sentence_tokens : int or None, default=None
+        Longer source sentences are cut into consecutive pieces of at most this many
+        tokens, each treated as a sentence; None means the model's context length.
+
+    Notes
+    -----
+    ``KeywordCitation.support`` is ``max_sentence(sum of the keyword tokens' Shapley values
+    from that sentence) / n_tokens``; ``supported`` means it is
+    above ``support_threshold``, i.e. some single source sentence holds, on balance,
+    evidence that votes for the keyword's tokens. 1 means every token's game is won by that
+    sentence's entries; values slightly above 1 occur when other sentences' entries have
+    negative values; 0 means no entry near any of the keyword's tokens carries it.
+
+    Examples
+    --------
+    >>> from tokenshapley_rag import TokenShapley
+    >>> ts = TokenShapley()  # doctest: +SKIP
+    >>> res = ts.attribute(query="Where is the Eiffel Tower?",
+    ...                    sources=["The Eiffel Tower is in Paris.", "Big Ben is in London."],
+    ...                    response="It is in Paris.")  # doctest: +SKIP
+    >>> [(c.text, c.best.source_id) for c in res.citations]  # doctest: +SKIP
+    [('Paris', '0')]
+    """
+
+    def __init__(
+        self,
+        model: Any = None,
+        tokenizer: Any = None,
+        *,
+        layer: int = DEFAULT_LAYER,
+        k: int = 1,
+        m: int = 10,
+        gamma: float | str = "auto",
+        match: str = "normalized",
+        candidates: str = "nearest",
+        support_threshold: float = 0.0,
+        device: str = "cpu",
+        cache_dir: str | os.PathLike | None = None,
+        use_disk_cache: bool = True,
+        max_sentence_tokens: int | None = None,
+    ) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise InvalidInputError(f"m must be an integer >= 1, got {m!r}")
+        if not (gamma == "auto" or (isinstance(gamma, (int, float)) and gamma > 0 and np.isfinite(gamma))):
+            raise InvalidInputError(f"gamma must be 'auto' or a positive finite number, got {gamma!r}")
+        if match not in _MATCH_MODES:
+            raise InvalidInputError(f"match must be one of {_MATCH_MODES}, got {match!r}")
+        if candidates not in _CANDIDATE_MODES:
+            raise InvalidInputError(f"candidates must be one of {_CANDIDATE_MODES}, got {candidates!r}")
+        self.k, self.m, self.gamma = k, m, gamma
+        self.match, self.candidates = match, candidates
+        self.support_threshold = float(support_threshold)
+        if max_sentence_tokens is not None and (
+            isinstance(max_sentence_tokens, bool) or not isinstance(max_sentence_tokens, int) or max_sentence_tokens < 1
+        ):
+            raise InvalidInputError(f"max_sentence_tokens must be a positive integer or None, got {max_sentence_tokens!r}")
+        cache_root = default_cache_dir() if cache_dir is None else cache_dir
+        self.loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device)
+        self.encoder = CausalLMEncoder(self.loaded, layer)
+        self.cache = SentenceCache(os.path.join(cache_root, "datastore") if use_disk_cache else None)
+        limit = self.encoder.max_length - 1  # one position goes to the BOS that starts a sentence
+        self.max_sentence_tokens = min(max_sentence_tokens or limit, limit)
+        self._class_of_id: dict[int, int] = {}
+        self._class_of_text: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ configuration
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {
+            "model": self.loaded.name,
+            "fingerprint": self.loaded.fingerprint,
+            "layer": self.encoder.layer,
+            "k": self.k,
+            "m": self.m,
+            "gamma": self.gamma,
+            "match": self.match,
+            "candidates": self.candidates,
+            "support_threshold": self.support_threshold,
+            "max_sentence_tokens": self.max_sentence_tokens,
+        }
+
+    def _token_classes(self, ids: np.ndarray) -> np.ndarray:
+        """Map token ids to match classes: equal class <=> tokens "equal" under ``match``."""
+        if self.match == "exact":
+            return ids.astype(np.int64)
+        out = np.empty(len(ids), dtype=np.int64)
+        for i, tid in enumerate(ids.tolist()):
+            cls = self._class_of_id.get(tid)
+            if cls is None:
+                text = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
+                cls = self._class_of_text.setdefault(text, len(self._class_of_text))
+                self._class_of_id[tid] = cls
+            out[i] = cls
+        return out
+
+    # ------------------------------------------------------------------ datastore
+
+    def _sentences(self, sources: Sequence[Source]) -> list[SentenceRecord]:
+        """Sentences of every source; sentences longer than the model's context are cut
+        into consecutive pieces that fit (each piece then acts as a sentence)."""
+        records: list[SentenceRecord] = []
+        limit = self.max_sentence_tokens
+        for si, src in enumerate(sources):
+            index = 0
+            for start, end in split_sentences(src.text):
+                text = src.text[start:end]
+                tok = self.encoder.tokenize(text)
+                if len(tok.ids) <= limit:
+                    records.append(SentenceRecord(si, index, start, end, text))
+                    index += 1
+                    continue
+                for a in range(0, len(tok.ids), limit):
+                    b = min(a + limit, len(tok.ids))
+                    ps, pe = int(tok.offsets[a, 0]), int(tok.offsets[b - 1, 1])
+                    records.append(SentenceRecord(si, index, start + ps, start + pe, text[ps:pe]))
+                    index += 1
+        return records
+
+    def build_datastore(self, sources: Sequence[Any]) -> Datastore:
+        """Encode (or load from cache) the keys of every sentence of ``sources``."""
+        srcs = coerce_sources(sources)
+        records = self._sentences(srcs)
+        key = self.encoder.cache_key
+        entries: list[CachedSentence | None] = [self.cache.get(key, r.text) for r in records]
+        missing = [i for i, e in enumerate(entries) if e is None]
+        if missing:
+            toks = [self.encoder.tokenize(records[i].text) for i in missing]
+            states = self.encoder.encode_before([t.ids for t in toks])
+            for i, tok, st in zip(missing, toks, states):
+                entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=st.astype(np.float16))
+                self.cache.put(key, records[i].text, entry)
+                entries[i] = entry
+        done = [e for e in entries if e is not None]
+        return Datastore(records, done, [self._token_classes(e.ids) for e in done])
+
+    def prepare(self, sources: Sequence[Any]) -> None:
+        """Encode and cache the sources' sentence keys ahead of :meth:`attribute`."""
+        self.build_datastore(sources)
+
+    # ------------------------------------------------------------------ attribution
+
+    def attribute(self, query: str = "", sources: Sequence[Any] = (), response: str = "") -> AttributionResult:
+        """Attribute every keyword of ``response`` to the sentences of ``sources``.
+
+        Parameters
+        ----------
+        query : str
+            The user's question ("" when there is none).
+        sources : list of str, Source, mapping or object with id/text
+            The retrieved chunks the answer was generated from.
+        response : str
+            The answer, from any generator.
+
+        Returns
+        -------
+        AttributionResult
+        """
+        if not isinstance(query, str):
+            raise InvalidInputTypeError(f"query must be a str, got {type(query).__name__}")
+        if not isinstance(response, str):
+            raise InvalidInputTypeError(f"response must be a str, got {type(response).__name__}")
+        if not response.strip():
+            raise EmptyTextError("response is empty or only whitespace: there is nothing to attribute")
+        srcs = coerce_sources(sources)
+        store = self.build_datastore(srcs)
+        resp_tok = self.encoder.tokenize(response)
+        queries = self.encoder.encode_response(query, resp_tok)
+        scores = self._token_sentence_scores(store, resp_tok, queries)
+        return self._assemble(query, response, srcs, store, resp_tok, scores)
+
+    def _candidates(self, store: Datastore, queries: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m = min(self.m, store.size)
+        if self.candidates == "nearest" or m < 2:
+            return store.nearest(queries, m)
+        n_match = m // 2
+        d2_a, idx_a = store.nearest_of_class(queries, classes, n_match)
+        d2_b, idx_b = store.nearest(queries, m)
+        d2 = np.empty((len(queries), m), np.float32)
+        idx = np.empty((len(queries), m), np.int64)
+        for t in range(len(queries)):
+            keep_a = idx_a[t] >= 0
+            chosen = list(idx_a[t][keep_a])
+            dist = list(d2_a[t][keep_a])
+            taken = set(chosen)
+            for d, i in zip(d2_b[t], idx_b[t]):
+                if len(chosen) == m:
+                    break
+                if i not in taken:
+                    chosen.append(i)
+                    dist.append(d)
+                    taken.add(i)
+            order = np.argsort(np.asarray(dist), kind="stable")
+            idx[t] = np.asarray(chosen)[order]
+            d2[t] = np.asarray(dist)[order]
+        return d2, idx
+
+    def _token_sentence_scores(self, store: Datastore, resp: TokenizedText, queries: np.ndarray) -> np.ndarray:
+        """(T, n_sentences) Shapley values summed per sentence."""
+        n_tok = len(resp.ids)
+        out = np.zeros((n_tok, len(store.sentences)))
+        if store.size == 0 or n_tok == 0:
+            return out
+        classes = self._token_classes(resp.ids)
+        d2, idx = self._candidates(store, queries, classes)
+        d2 = d2.astype(np.float64)
+        gamma = self.gamma
+        if gamma == "auto":
+            med = float(np.median(d2))
+            gamma = 1.0 / med if med > 0 else 1.0
+        sims = np.exp(-gamma * (d2 - d2[:, :1]))
+        matches = store.token_class[idx] == classes[:, None]
+        phi = knn_shapley_batch(sims, matches, self.k)
+        rows = np.repeat(np.arange(n_tok), idx.shape[1])
+        np.add.at(out, (rows, store.sentence_of[idx].ravel()), phi.ravel())
+        return out
+
+    def _assemble(
+        self,
+        query: str,
+        response: str,
+        sources: list[Source],
+        store: Datastore,
+        resp: TokenizedText,
+        scores: np.ndarray,
+    ) -> AttributionResult:
+        keywords = find_keywords(response)
+        token_kw = _assign_tokens(resp.offsets, keywords)
+        n_sent = len(store.sentences)
+        citations: list[KeywordCitation] = []
+        for ki, kw in enumerate(keywords):
+            if not kw.citable:
+                continue
+            members = np.flatnonzero(token_kw == ki)
+            if len(members) == 0:
+                continue
+            per_sentence = scores[members].sum(axis=0) if n_sent else np.zeros(0)
+            order = np.argsort(-per_sentence, kind="stable")
+            attributions = tuple(
+                _source_attribution(sources, store.sentences[j], float(per_sentence[j]))
+                for j in order
+                if per_sentence[j] > 0
+            )
+            support = float(per_sentence.max()) / len(members) if n_sent else 0.0
+            citations.append(
+                KeywordCitation(
+                    text=kw.text,
+                    start=kw.start,
+                    end=kw.end,
+                    sources=attributions,
+                    supported=support > self.support_threshold,
+                    support=support,
+                )
+            )
+        totals = scores.sum(axis=0) if n_sent else np.zeros(0)
+        source_scores = {s.id: 0.0 for s in sources}
+        sentence_scores = []
+        for j, rec in enumerate(store.sentences):
+            sid = sources[rec.source_index].id
+            source_scores[sid] += float(totals[j])
+            sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, float(totals[j])))
+        tokens = TokenScores(
+            texts=[response[a:b] for a, b in resp.offsets.tolist()],
+            offsets=resp.offsets.copy(),
+            scores=scores,
+            keyword=token_kw,
+        )
+        return AttributionResult(
+            query=query,
+            response=response,
+            sources=sources,
+            citations=citations,
+            source_scores=source_scores,
+            sentence_scores=sentence_scores,
+            tokens=tokens,
+            config=self.config,
+        )
+
+
+def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float) -> SourceAttribution:
+    return SourceAttribution(
+        source_id=sources[rec.source_index].id,
+        score=score,
+        sentence=rec.text,
+        sentence_start=rec.start,
+        sentence_end=rec.end,
+        sentence_index=rec.sentence_index,
+    )
+
+
+def _assign_tokens(offsets: np.ndarray, keywords: list[Keyword]) -> np.ndarray:
+    """Index of the keyword each token overlaps most (-1: punctuation or space only)."""
+    out = np.full(len(offsets), -1, dtype=np.int64)
+    if not keywords:
+        return out
+    starts = np.array([k.start for k in keywords])
+    ends = np.array([k.end for k in keywords])
+    for t, (a, b) in enumerate(offsets.tolist()):
+        if b <= a:
+            continue
+        overlap = np.minimum(ends, b) - np.maximum(starts, a)
+        best = int(np.argmax(overlap))
+        if overlap[best] > 0:
+            out[t] = best
+    return out

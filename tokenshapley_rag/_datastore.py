@@ -1,0 +1,237 @@
+"""The TokenShapley datastore: one entry per context token, and its on-disk sentence cache.
+
+A key is the encoder's hidden state *before* a token, with the prefix starting at the
+token's own sentence, so every key depends on its sentence alone: sentences are the unit
+of caching (a chunk retrieved again costs nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import tempfile
+import threading
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+__all__ = ["CachedSentence", "SentenceCache", "SentenceRecord", "Datastore"]
+
+logger = logging.getLogger(__name__)
+
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CachedSentence:
+    """Token ids, offsets (into the sentence) and keys (float16) of one sentence."""
+
+    ids: np.ndarray  # (n,) int64
+    offsets: np.ndarray  # (n, 2) int64, into the sentence text
+    keys: np.ndarray  # (n, hidden) float16
+
+
+class SentenceCache:
+    """Sentence keys on disk (and in a small in-memory LRU), keyed by encoder and text.
+
+    Files live at ``root/<encoder key>/<h[:2]>/<h>.npz`` with ``h`` the SHA-256 of the
+    sentence text. Writes go to a temporary file in the same folder and are renamed into
+    place, so readers (and concurrent writers, which write identical content) never see a
+    partial file. Every read checks the zip CRCs, the stored text and the array shapes; a
+    file that fails is deleted and reported as a miss, so it is rebuilt, never used.
+
+    Parameters
+    ----------
+    root : path or None
+        Cache folder; None keeps keys in memory only.
+    memory_items : int, default=4096
+        Sentences kept in the in-memory LRU.
+    """
+
+    def __init__(self, root: str | os.PathLike | None, *, memory_items: int = 4096) -> None:
+        self.root = Path(root) if root is not None else None
+        self.memory_items = memory_items
+        self._memory: OrderedDict[tuple[str, str], CachedSentence] = OrderedDict()
+        self._lock = threading.Lock()  # the LRU and counters are shared by concurrent calls
+        self.hits = 0
+        self.misses = 0
+        self.corrupt = 0
+
+    @staticmethod
+    def text_hash(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def path(self, encoder_key: str, text: str) -> Path | None:
+        if self.root is None:
+            return None
+        h = self.text_hash(text)
+        return self.root / encoder_key / h[:2] / f"{h}.npz"
+
+    def get(self, encoder_key: str, text: str) -> CachedSentence | None:
+        """The cached entry, or None (a miss, or a corrupt file that was removed)."""
+        mem_key = (encoder_key, text)
+        with self._lock:
+            entry = self._memory.get(mem_key)
+            if entry is not None:
+                self._memory.move_to_end(mem_key)
+                self.hits += 1
+                return entry
+        path = self.path(encoder_key, text)
+        if path is None or not path.exists():
+            with self._lock:
+                self.misses += 1
+            return None
+        try:
+            entry = self._read(path, text)
+        except Exception as err:  # any failure to read back means the file is unusable
+            with self._lock:
+                self.corrupt += 1
+                self.misses += 1
+            logger.warning("tokenshapley cache file %s is corrupt (%s); rebuilding it", path, err)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        with self._lock:
+            self.hits += 1
+        self._remember(mem_key, entry)
+        return entry
+
+    def put(self, encoder_key: str, text: str, entry: CachedSentence) -> None:
+        """Store an entry (in memory, and atomically on disk when a root is set)."""
+        self._remember((encoder_key, text), entry)
+        path = self.path(encoder_key, text)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        np.savez(
+            buf,
+            version=np.array([_FORMAT_VERSION], dtype=np.int64),
+            text=np.frombuffer(text.encode("utf-8"), dtype=np.uint8),
+            ids=entry.ids.astype(np.int64),
+            offsets=entry.offsets.astype(np.int64),
+            keys=entry.keys.astype(np.float16),
+        )
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(buf.getvalue())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def _remember(self, key: tuple[str, str], entry: CachedSentence) -> None:
+        with self._lock:
+            self._memory[key] = entry
+            self._memory.move_to_end(key)
+            while len(self._memory) > self.memory_items:
+                self._memory.popitem(last=False)
+
+    @staticmethod
+    def _read(path: Path, text: str) -> CachedSentence:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()  # verifies every member's CRC-32
+            if bad is not None:
+                raise ValueError(f"CRC mismatch in member {bad}")
+        with np.load(path, allow_pickle=False) as data:
+            if int(data["version"][0]) != _FORMAT_VERSION:
+                raise ValueError(f"format version {int(data['version'][0])} != {_FORMAT_VERSION}")
+            if data["text"].tobytes().decode("utf-8") != text:
+                raise ValueError("stored text differs from the sentence (hash collision or wrong file)")
+            ids, offsets, keys = data["ids"], data["offsets"], data["keys"]
+        n = ids.shape[0]
+        if offsets.shape != (n, 2) or keys.ndim != 2 or keys.shape[0] != n:
+            raise ValueError(f"inconsistent shapes ids {ids.shape}, offsets {offsets.shape}, keys {keys.shape}")
+        if not np.isfinite(keys).all():
+            raise ValueError("non-finite keys")
+        return CachedSentence(ids=ids, offsets=offsets, keys=keys)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceRecord:
+    """Provenance of one datastore sentence: which source, which sentence, where."""
+
+    source_index: int
+    sentence_index: int  # position among the source's sentences
+    start: int  # character offsets into the source text
+    end: int
+    text: str
+
+
+class Datastore:
+    """Keys, token values and provenance of every context token, with an exact L2 index.
+
+    Parameters
+    ----------
+    sentences : list of SentenceRecord
+    entries : list of CachedSentence
+        One per sentence, same order.
+    token_classes : list of ndarray
+        Per sentence, the match class of each token (see ``TokenShapley``'s ``match``).
+    """
+
+    def __init__(self, sentences: list[SentenceRecord], entries: list[CachedSentence], token_classes: list[np.ndarray]) -> None:
+        self.sentences = sentences
+        sizes = [len(e.ids) for e in entries]
+        self.size = int(sum(sizes))
+        hidden = next((e.keys.shape[1] for e in entries if e.keys.ndim == 2), 0)
+        self.keys = (
+            np.concatenate([e.keys for e in entries]).astype(np.float32)
+            if self.size
+            else np.zeros((0, hidden), dtype=np.float32)
+        )
+        self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
+        self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
+        self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
+        self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
+            self.sentence_of
+        ] if self.size else np.zeros(0, np.int64)
+        self.index = faiss.IndexFlatL2(self.keys.shape[1]) if hidden else None
+        if self.index is not None and self.size:
+            self.index.add(np.ascontiguousarray(self.keys))
+
+    def nearest(self, queries: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Squared L2 distances and entry indices of the ``m`` nearest entries per query,
+        nearest first: two ``(T, min(m, size))`` arrays."""
+        m = min(m, self.size)
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        if m == 0 or q.shape[0] == 0:
+            return np.zeros((q.shape[0], m), np.float32), np.zeros((q.shape[0], m), np.int64)
+        d2, idx = self.index.search(q, m)
+        return np.maximum(d2, 0.0), idx.astype(np.int64)
+
+    def nearest_of_class(self, queries: np.ndarray, classes: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each query, the ``m`` nearest entries whose token class equals ``classes[t]``
+        (fewer when the datastore has fewer; padded with index -1 and distance inf)."""
+        t = queries.shape[0]
+        d2_out = np.full((t, m), np.inf, dtype=np.float32)
+        idx_out = np.full((t, m), -1, dtype=np.int64)
+        order = np.argsort(self.token_class, kind="stable")
+        sorted_cls = self.token_class[order]
+        for c in np.unique(classes):
+            lo, hi = np.searchsorted(sorted_cls, [c, c + 1])
+            if lo == hi:
+                continue
+            members = order[lo:hi]
+            rows = np.flatnonzero(classes == c)
+            diff = queries[rows][:, None, :] - self.keys[members][None, :, :]
+            d2 = np.einsum("tmd,tmd->tm", diff, diff)
+            take = min(m, len(members))
+            part = np.argsort(d2, axis=1, kind="stable")[:, :take]
+            d2_out[rows, :take] = np.take_along_axis(d2, part, axis=1)
+            idx_out[rows, :take] = members[part]
+        return d2_out, idx_out

@@ -1,0 +1,191 @@
+"""Hidden states of one layer of a causal LM: datastore keys and response queries."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from tokenshapley_rag._models import LoadedModel
+from tokenshapley_rag.errors import InvalidInputError, TextTooLongError
+
+__all__ = ["CausalLMEncoder", "TokenizedText"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizedText:
+    """Token ids and their ``(start, end)`` character offsets into the tokenized text."""
+
+    ids: np.ndarray  # (n,) int64
+    offsets: np.ndarray  # (n, 2) int64
+
+
+class _StopForward(Exception):
+    """Raised by the layer hook once the wanted layer has run (skips the rest)."""
+
+
+def _decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList | None:
+    """The model's list of decoder blocks, for the common HF layouts (None if unknown)."""
+    for path in ("model.layers", "model.language_model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
+        module: object = model
+        for part in path.split("."):
+            module = getattr(module, part, None)
+            if module is None:
+                break
+        if isinstance(module, torch.nn.ModuleList):
+            return module
+    return None
+
+
+class CausalLMEncoder:
+    """Teacher-forced hidden states of a causal LM at one layer.
+
+    ``layer`` indexes ``hidden_states`` as Hugging Face returns them: 0 is the embedding
+    output, ``num_layers`` the last block (after the final norm); negative values count
+    from the end. The forward pass stops after the wanted block, so a middle layer costs
+    about half a full pass.
+
+    The state *before* token ``j`` of a text (the paper's key ``h(x_j)``) is the state at
+    position ``j - 1``; the first token's prefix is empty, which is encoded as the
+    tokenizer's BOS token (EOS when the tokenizer has no BOS).
+    """
+
+    def __init__(self, loaded: LoadedModel, layer: int, *, max_batch_tokens: int = 8192) -> None:
+        n = loaded.num_layers
+        if not -n - 1 <= layer <= n:
+            raise InvalidInputError(f"layer must be in [{-n - 1}, {n}] for a {n}-layer model, got {layer}")
+        self.loaded = loaded
+        self.layer = layer % (n + 1)
+        self.max_batch_tokens = max_batch_tokens
+        tok = loaded.tokenizer
+        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        if start is None:
+            raise InvalidInputError("the tokenizer has neither a BOS nor an EOS token to start a sentence with")
+        self.start_id = int(start)
+        self.pad_id = int(tok.pad_token_id if tok.pad_token_id is not None else start)
+        self._layers = _decoder_layers(loaded.model)
+        # Forward passes are serialised: the early-exit hook is registered on the shared
+        # model, so two concurrent passes could otherwise trip each other's hook.
+        self._lock = threading.Lock()
+
+    @property
+    def cache_key(self) -> str:
+        """Identifies what a datastore key means: the weights and the layer."""
+        return f"{self.loaded.fingerprint}-layer{self.layer}"
+
+    @property
+    def max_length(self) -> int:
+        return self.loaded.max_length
+
+    # ------------------------------------------------------------------ tokenization
+
+    def tokenize(self, text: str) -> TokenizedText:
+        """Token ids and character offsets of ``text`` (no special tokens added)."""
+        enc = self.loaded.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        return TokenizedText(ids, offsets)
+
+    def token_strings(self, ids: np.ndarray) -> list[str]:
+        """Each id decoded on its own (a byte-level piece may decode to U+FFFD)."""
+        tok = self.loaded.tokenizer
+        return [tok.decode([int(i)]) for i in ids]
+
+    def prompt_ids(self, query: str) -> np.ndarray:
+        """Ids that precede the answer: the chat template's user turn with the query, or
+        ``BOS + query + newline`` for a tokenizer without a chat template."""
+        tok = self.loaded.tokenizer
+        if getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template([{"role": "user", "content": query}], add_generation_prompt=True, tokenize=False)
+            return np.asarray(tok(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+        ids = tok((query + "\n") if query else "", add_special_tokens=False)["input_ids"]
+        return np.asarray([self.start_id, *ids], dtype=np.int64)
+
+    # ------------------------------------------------------------------ forward passes
+
+    def _states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, hidden) states at ``self.layer``."""
+        with self._lock, torch.inference_mode():
+            return self._states_unlocked(input_ids, attention_mask)
+
+    def _states_unlocked(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        model = self.loaded.model
+        n = self.loaded.num_layers
+        if self._layers is None or self.layer in (0, n):
+            out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
+            return out.hidden_states[self.layer]
+        captured: list[torch.Tensor] = []
+
+        def hook(_module, _inputs, output):
+            captured.append(output[0] if isinstance(output, tuple) else output)
+            raise _StopForward
+
+        handle = self._layers[self.layer - 1].register_forward_hook(hook)
+        try:
+            model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        except _StopForward:
+            pass
+        finally:
+            handle.remove()
+        return captured[0]
+
+    def encode_before(self, token_lists: list[np.ndarray]) -> list[np.ndarray]:
+        """For each token list, the states before each of its tokens: ``(n_i, hidden)`` float32.
+
+        Sequences are encoded as ``[BOS] + tokens[:-1]`` in length-sorted, right-padded
+        batches of at most ``max_batch_tokens`` tokens (right padding leaves a causal
+        model's states at real positions unchanged).
+        """
+        results: list[np.ndarray | None] = [None] * len(token_lists)
+        hidden = self.loaded.hidden_size
+        limit = self.max_length
+        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+        batch: list[int] = []
+
+        def flush() -> None:
+            if not batch:
+                return
+            width = max(len(token_lists[i]) for i in batch)
+            ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, i in enumerate(batch):
+                seq = [self.start_id, *token_lists[i][:-1].tolist()]
+                ids[row, : len(seq)] = torch.as_tensor(seq)
+                mask[row, : len(seq)] = 1
+            states = self._states(ids.to(self.loaded.model.device), mask.to(self.loaded.model.device))
+            states = states.float().cpu().numpy()
+            for row, i in enumerate(batch):
+                results[i] = states[row, : len(token_lists[i])].copy()
+            batch.clear()
+
+        for i in order:
+            n = len(token_lists[i])
+            if n == 0:
+                results[i] = np.zeros((0, hidden), dtype=np.float32)
+                continue
+            if n > limit:
+                raise TextTooLongError(f"a sequence of {n} tokens exceeds the model's context of {limit} tokens")
+            if batch and (len(batch) + 1) * n > self.max_batch_tokens:
+                flush()
+            batch.append(i)
+        flush()
+        return [r for r in results]  # type: ignore[misc]
+
+    def encode_response(self, query: str, response: TokenizedText) -> np.ndarray:
+        """States that predict each response token given the query and the answer so far
+        (the paper's ``h(x̂_t)``): ``(n_response_tokens, hidden)`` float32."""
+        prompt = self.prompt_ids(query)
+        n_total = len(prompt) + len(response.ids)
+        if n_total > self.max_length:
+            raise TextTooLongError(
+                f"query + answer take {n_total} tokens ({len(prompt)} + {len(response.ids)}), over the model's "
+                f"context of {self.max_length} tokens; shorten the answer or the query"
+            )
+        seq = np.concatenate([prompt, response.ids[:-1]]) if len(response.ids) else prompt
+        ids = torch.as_tensor(seq, dtype=torch.long)[None, :]
+        mask = torch.ones_like(ids)
+        states = self._states(ids.to(self.loaded.model.device), mask.to(self.loaded.model.device))
+        states = states[0].float().cpu().numpy()
+        return states[len(prompt) - 1 :].copy()

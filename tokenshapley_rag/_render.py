@@ -1,0 +1,158 @@
+"""Render an attribution as markdown footnotes or a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokenshapley_rag._attribution import AttributionResult
+
+__all__ = ["render_markdown", "render_html", "footnote_numbers"]
+
+
+def footnote_numbers(result: AttributionResult) -> dict[tuple[str, int], int]:
+    """Number each cited (source id, sentence index) by first appearance in the answer."""
+    numbers: dict[tuple[str, int], int] = {}
+    for c in sorted(result.citations, key=lambda c: c.start):
+        if c.supported and c.best is not None:
+            numbers.setdefault((c.best.source_id, c.best.sentence_index), len(numbers) + 1)
+    return numbers
+
+
+def _quote(text: str) -> str:
+    return " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def render_markdown(result: AttributionResult) -> str:
+    """The answer with ``[^n]`` after each supported keyword (its best source sentence)
+    and ``[^?]`` after unsupported ones, then the footnotes quoting the sentences.
+
+    Consecutive keywords citing the same sentence share one marker, placed after the last
+    of them, so a sentence-long quote gets one footnote, not ten.
+    """
+    numbers = footnote_numbers(result)
+    text = result.response
+    inserts: list[tuple[int, str]] = []
+    cites = sorted(result.citations, key=lambda c: c.start)
+    for i, c in enumerate(cites):
+        if c.supported and c.best is not None:
+            marker = f"[^{numbers[(c.best.source_id, c.best.sentence_index)]}]"
+        else:
+            marker = "[^?]"
+        nxt = cites[i + 1] if i + 1 < len(cites) else None
+        if nxt is not None:
+            same = (
+                nxt.supported == c.supported
+                and (nxt.best is None) == (c.best is None)
+                and (c.best is None or (nxt.best.source_id, nxt.best.sentence_index) == (c.best.source_id, c.best.sentence_index))
+                and not any(ch in ".!?\n" for ch in text[c.end : nxt.start])
+            )
+            if same:
+                continue
+        inserts.append((c.end, marker))
+    out = []
+    pos = 0
+    for at, marker in inserts:
+        out.append(text[pos:at])
+        out.append(marker)
+        pos = at
+    out.append(text[pos:])
+    lines = ["".join(out), ""]
+    for (sid, _), n in numbers.items():
+        sent = next(c.best for c in cites if c.supported and c.best and (c.best.source_id, c.best.sentence_index) == (sid, _))
+        lines.append(f'[^{n}]: Source {sid}: "{_quote(sent.sentence)}"')
+    if any(not c.supported for c in cites):
+        lines.append("[^?]: Not supported by any source.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_CSS = """
+body{font:16px/1.6 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
+.answer{white-space:pre-wrap}
+.kw{background:#e6f0ff;border-bottom:2px solid #3a6fd8;cursor:pointer;position:relative;border-radius:2px}
+.kw.unsupported{background:#fff1e6;border-bottom:2px dashed #c0392b}
+.kw sup{color:#3a6fd8;font-size:.7em;margin-left:1px}
+.kw.unsupported sup{color:#c0392b}
+.card{display:none;position:absolute;left:0;top:1.6em;z-index:10;width:26rem;max-width:80vw;background:#fff;
+ border:1px solid #bbb;border-radius:6px;box-shadow:0 4px 14px rgba(0,0,0,.15);padding:.6rem .8rem;
+ font-size:.9rem;line-height:1.4;white-space:normal;color:#222}
+.kw:hover .card,.kw:focus .card,.kw.open .card{display:block}
+.card .src{font-weight:600;color:#555;display:block;margin-bottom:.2rem}
+.card mark{background:#ffe38a}
+ol.notes{font-size:.92rem;color:#333}
+ol.notes li{margin:.3rem 0}
+"""
+
+_JS = """
+document.querySelectorAll('.kw').forEach(function(el){
+  el.addEventListener('click',function(){el.classList.toggle('open');});
+  el.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();el.classList.toggle('open');}
+    if(e.key==='Escape'){el.classList.remove('open');}});
+});
+"""
+
+
+def _highlight(sentence: str, keyword: str) -> str:
+    """The sentence, escaped, with the keyword's first case-insensitive occurrence marked."""
+    at = sentence.casefold().find(keyword.casefold())
+    if at < 0 or len(sentence.casefold()) != len(sentence):
+        return html.escape(sentence)
+    return (
+        html.escape(sentence[:at])
+        + "<mark>"
+        + html.escape(sentence[at : at + len(keyword)])
+        + "</mark>"
+        + html.escape(sentence[at + len(keyword) :])
+    )
+
+
+def render_html(result: AttributionResult, *, title: str = "Answer with citations") -> str:
+    """A self-contained page (inline CSS/JS, no network): each cited keyword is
+    highlighted and focusable; hovering, focusing or clicking it shows its source sentence
+    with the keyword marked. Unsupported keywords are marked in red with a dashed line."""
+    numbers = footnote_numbers(result)
+    text = result.response
+    parts: list[str] = []
+    pos = 0
+    for c in sorted(result.citations, key=lambda c: c.start):
+        parts.append(html.escape(text[pos : c.start]))
+        kw = html.escape(text[c.start : c.end])
+        if c.supported and c.best is not None:
+            n = numbers[(c.best.source_id, c.best.sentence_index)]
+            card = (
+                f'<span class="card" role="tooltip"><span class="src">[{n}] Source {html.escape(c.best.source_id)}'
+                f" (score {c.best.score:.2f})</span>{_highlight(c.best.sentence, c.text)}</span>"
+            )
+            parts.append(
+                f'<span class="kw" tabindex="0" data-source="{html.escape(c.best.source_id, quote=True)}" '
+                f'data-sentence="{c.best.sentence_index}" aria-label="{kw}, cited from source '
+                f'{html.escape(c.best.source_id, quote=True)}">{kw}<sup>[{n}]</sup>{card}</span>'
+            )
+        else:
+            card = '<span class="card" role="tooltip"><span class="src">Not supported</span>No source supports this keyword.</span>'
+            parts.append(
+                f'<span class="kw unsupported" tabindex="0" aria-label="{kw}, not supported by any source">'
+                f"{kw}<sup>?</sup>{card}</span>"
+            )
+        pos = c.end
+    parts.append(html.escape(text[pos:]))
+    notes = []
+    for (sid, si), n in numbers.items():
+        sent = next(
+            c.best.sentence
+            for c in result.citations
+            if c.supported and c.best and (c.best.source_id, c.best.sentence_index) == (sid, si)
+        )
+        notes.append(f'<li value="{n}"><b>Source {html.escape(sid)}</b>: &ldquo;{html.escape(sent)}&rdquo;</li>')
+    query = f"<p><b>Question:</b> {html.escape(result.query)}</p>" if result.query else ""
+    data = html.escape(json.dumps({"citations": [c.to_dict() for c in result.citations]}), quote=False)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{query}<p class=\"answer\">{''.join(parts)}</p>"
+        f"<h2>Sources</h2><ol class=\"notes\">{''.join(notes)}</ol>"
+        f'<script type="application/json" id="citations">{data}</script>'
+        f"<script>{_JS}</script></body></html>\n"
+    )

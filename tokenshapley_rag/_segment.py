@@ -1,0 +1,184 @@
+"""Text segmentation: source sentences and answer keywords, with exact character offsets.
+
+Pure functions over ``str``; every span is a ``(start, end)`` pair of Python string
+indices (code points), so ``text[start:end]`` is the piece, whatever the script (CJK,
+emoji and combining marks included).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Keyword", "split_sentences", "find_keywords", "STOPWORDS"]
+
+# Abbreviations after which a period does not end a sentence (lowercase, without the dot).
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no nos vol al approx inc ltd co corp dept est "
+    "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n gen col lt sgt capt rev gov sen rep "
+    "mt ft ave blvd p pp ed eds".split()
+)
+# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before
+# whitespace, at CJK full stops, or at a blank line / line break.
+_SENTENCE_END = re.compile(r"""([.!?…]+['"”’)\]]*)(?=\s)|([。！？]+['"”’」』）)]*)|(\n\s*\n|\n)""")
+_WORD_BEFORE = re.compile(r"([\w.]+)$")
+
+STOPWORDS = frozenset(
+    """a an the and or but nor so yet for of in on at to from by with without within into onto upon
+    about above below over under after before during since until while as than then that this these
+    those there here where when which who whom whose what why how is are was were be been being am
+    do does did done doing have has had having can could may might must shall should will would it
+    its it's itself he him his she her hers they them their theirs we us our ours you your yours i me
+    my mine not no yes also too very just only all any both each few more most other some such own
+    same if because though although however thus therefore whether either neither again further
+    once up down out off s t one ones many much""".split()
+)
+
+# Keyword units, most specific first. Dates and numbers keep their separators, currency
+# signs and units; names are runs of capitalised words with a few lowercase joiners.
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_NUMBER = r"(?:\d{1,3}(?:[,\u202f ]\d{3})+|\d+)(?:[.,:/]\d+)*"
+_UNIT = (
+    r"(?:\s?%|\s?(?:percent|per cent|million|billion|trillion|thousand|hundred|km|kilometers|kilometres|"
+    r"m|cm|mm|kg|g|mg|lb|lbs|mph|km/h|miles?|feet|ft|meters?|metres?|years?|months?|weeks?|days?|hours?|"
+    r"minutes?|seconds?|°[CF]?|degrees?|st|nd|rd|th)\b)?"
+)
+_KEYWORD = re.compile(
+    r"(?P<date>"
+    rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}"  # June 5, 2021
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\s+\d{{3,4}}"  # 5 June 2021
+    rf"|{_MONTH}\s+\d{{4}}"  # June 2021
+    r"|\d{4}-\d{2}-\d{2}"  # 2021-06-05
+    r")"
+    r"|(?P<number>"
+    rf"(?:[$€£¥₹]\s?)?{_NUMBER}{_UNIT}"
+    r")"
+    r"|(?P<name>"
+    r"[A-Z\u00C0-\u00DE][\w'’\-]*(?:\.(?=\s[A-Z]))?"
+    r"(?:\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
+    rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
+    r"[A-Z\u00C0-\u00DE][\w'’\-]*(?:\.(?=\s[A-Z]))?)*"
+    r")"
+    r"|(?P<word>\w+(?:['’\-]\w+)*)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Keyword:
+    """A unit of the answer a reader cites as one thing.
+
+    ``kind`` is ``"date"``, ``"number"``, ``"name"``, ``"word"`` or ``"stopword"``;
+    ``citable`` is False for stopwords (they are attributed but not cited alone).
+    """
+
+    start: int
+    end: int
+    text: str
+    kind: str
+
+    @property
+    def citable(self) -> bool:
+        return self.kind != "stopword"
+
+
+def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
+    """Whether a period-like match really ends a sentence (not an abbreviation, initial
+    or decimal point)."""
+    if match.group(3) or match.group(2):
+        return True
+    punct = match.group(1)
+    if punct[0] != ".":
+        return True
+    before = _WORD_BEFORE.search(text, start, match.start())
+    word = before.group(1).lower().rstrip(".") if before else ""
+    if word in _ABBREVIATIONS:
+        return False
+    if len(word) == 1 and word.isalpha() and word.upper() == word.upper():
+        # Single-letter initials such as "J. K. Rowling".
+        return before is None or not before.group(1)[0].isupper()
+    nxt = match.end()
+    while nxt < len(text) and text[nxt].isspace():
+        nxt += 1
+    # A lowercase continuation means the period was not a sentence end ("approx. two").
+    return nxt >= len(text) or not text[nxt].islower()
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Split ``text`` into sentences; return their ``(start, end)`` offsets.
+
+    Spans are stripped of surrounding whitespace, cover every non-space character of the
+    text exactly once, and appear in order.
+
+    Examples
+    --------
+    >>> t = "Dr. Smith won 5.5 million in 2020. He moved to Paris! Why? Nobody knows"
+    >>> [t[s:e] for s, e in split_sentences(t)]
+    ['Dr. Smith won 5.5 million in 2020.', 'He moved to Paris!', 'Why?', 'Nobody knows']
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.end() <= start or not _ends_sentence(text, start, match):
+            continue
+        _append_stripped(text, start, match.end(), spans)
+        start = match.end()
+    _append_stripped(text, start, len(text), spans)
+    return spans
+
+
+def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append((start, end))
+
+
+def find_keywords(text: str) -> list[Keyword]:
+    """Segment an answer into keyword units (dates, numbers with units, names, words).
+
+    Every word of the text belongs to exactly one unit; punctuation and spaces belong to
+    none. A capitalised stopword that opens a name ("The", "In") is split off as its own
+    stopword unit unless the whole run is a single word.
+
+    Examples
+    --------
+    >>> [(k.text, k.kind) for k in find_keywords("In June 5, 2021 the Bank of America paid $3.5 million.")]
+    [('In', 'stopword'), ('June 5, 2021', 'date'), ('the', 'stopword'), ('Bank of America', 'name'), ('paid', 'word'), ('$3.5 million', 'number')]
+    """
+    units: list[Keyword] = []
+    for match in _KEYWORD.finditer(text):
+        kind = match.lastgroup or "word"
+        start, end = match.start(), match.end()
+        piece = text[start:end]
+        if kind == "name":
+            # Peel capitalised stopwords ("The", "In") off the front of a multi-word name.
+            while " " in piece or "\n" in piece:
+                first = re.match(r"\S+", piece)
+                assert first is not None
+                if first.group(0).lower() not in STOPWORDS:
+                    break
+                units.append(Keyword(start, start + first.end(), first.group(0), "stopword"))
+                rest = re.match(r"\S+\s+", piece)
+                assert rest is not None
+                start += rest.end()
+                piece = text[start:end]
+            if " " not in piece and piece.lower() in STOPWORDS:
+                kind = "stopword"
+            elif " " not in piece:
+                kind = "name" if piece[:1].isupper() and start > 0 and not _sentence_initial(text, start) else "word"
+        elif kind == "word" and piece.lower() in STOPWORDS:
+            kind = "stopword"
+        units.append(Keyword(start, end, piece, kind))
+    return units
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in ".!?\n"

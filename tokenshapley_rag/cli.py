@@ -1,0 +1,156 @@
+"""The ``tokenshapley`` command: attribute an answer, run the demo, evaluate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tokenshapley_rag.errors import TokenShapleyError
+
+__all__ = ["main"]
+
+
+def _read_text_arg(value: str) -> str:
+    """A literal text, or the contents of the file it names."""
+    path = Path(value)
+    try:
+        if len(value) < 4096 and path.is_file():
+            return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    return value
+
+
+def _status(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    from tokenshapley_rag._attribution import TokenShapley
+
+    _status(f"Loading the encoder ({args.model or 'default SmolLM2-135M-Instruct'}) ...")
+    t0 = time.perf_counter()
+    ts = TokenShapley(model=args.model, layer=args.layer, k=args.k, m=args.m, cache_dir=args.cache_dir)
+    _status(f"  ready in {time.perf_counter() - t0:.1f} s")
+    return ts
+
+
+def _emit(result: Any, fmt: str, out: str | None) -> None:
+    text = {"markdown": result.to_markdown, "json": lambda: json.dumps(result.to_dict(), indent=2, ensure_ascii=False), "html": result.to_html}[fmt]()
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        _status(f"Wrote {out}")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _cmd_attribute(args: argparse.Namespace) -> int:
+    from tokenshapley_rag._types import Source
+
+    sources = []
+    for i, name in enumerate(args.source):
+        path = Path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"--source {name!r} is not a file")
+        sources.append(Source(id=path.name if args.ids_from_names else str(i), text=path.read_text(encoding="utf-8")))
+    ts = _engine(args)
+    _status("Attributing ...")
+    result = ts.attribute(query=_read_text_arg(args.query), sources=sources, response=_read_text_arg(args.response))
+    _emit(result, args.format, args.output)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from tokenshapley_rag._attribution import coerce_sources
+    from tokenshapley_rag._generate import generate_answer
+
+    data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
+    query = args.question or data["question"]
+    sources = coerce_sources(data["sources"])
+    ts = _engine(args)
+    _status(f"Question: {query}")
+    _status(f"Generating an answer with the local model (up to {args.max_new_tokens} tokens) ...")
+    t0 = time.perf_counter()
+    answer = generate_answer(ts.loaded, query, sources, max_new_tokens=args.max_new_tokens)
+    _status(f"  generated in {time.perf_counter() - t0:.1f} s")
+    _status("Attributing every keyword of the answer to the passages ...")
+    t0 = time.perf_counter()
+    result = ts.attribute(query=query, sources=sources, response=answer)
+    _status(f"  attributed in {time.perf_counter() - t0:.1f} s\n")
+    print(result.to_markdown())
+    for c in result.citations:
+        best = f"source {c.best.source_id}, sentence {c.best.sentence_index} (score {c.best.score:.2f})" if c.best else "-"
+        print(f"  {c.text!r:<28} {'supported' if c.supported else 'UNSUPPORTED':<12} {best}")
+    Path(args.html).write_text(result.to_html(), encoding="utf-8")
+    _status(f"\nWrote the HTML view to {args.html}")
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from tokenshapley_rag.eval._cli import run_eval
+    from tokenshapley_rag.eval._methods import make_attributor
+
+    return run_eval(args, make_attributor)
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    from tokenshapley_rag._attribution import DEFAULT_LAYER
+
+    p.add_argument("--model", default=None, help="encoder model: alias, local path or cached hub name (default: embedded SmolLM2)")
+    p.add_argument("--layer", type=int, default=DEFAULT_LAYER, help=f"hidden layer for keys and queries (default {DEFAULT_LAYER})")
+    p.add_argument("--k", type=int, default=1, help="neighbours that vote (default 1)")
+    p.add_argument("--m", type=int, default=10, help="candidates per answer token (default 10)")
+    p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokenshapley", description="Keyword-level citations for RAG answers (TokenShapley).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("attribute", help="attribute an answer to source files")
+    p.add_argument("--query", required=True, help="the question (text or a file)")
+    p.add_argument("--source", nargs="+", required=True, metavar="FILE", help="source files, one chunk each")
+    p.add_argument("--response", required=True, help="the answer (text or a file)")
+    p.add_argument("--format", choices=["markdown", "json", "html"], default="markdown")
+    p.add_argument("--output", "-o", default=None, help="write here instead of stdout")
+    p.add_argument("--ids-from-names", action="store_true", help="use file names as source ids (default: 0, 1, ...)")
+    _add_engine_options(p)
+    p.set_defaults(func=_cmd_attribute)
+
+    p = sub.add_parser("demo", help="answer a question over bundled passages with the local model and cite it")
+    p.add_argument("--question", default=None, help="ask something else about the bundled passages")
+    p.add_argument("--html", default="tokenshapley-demo.html", help="where to write the HTML view")
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    _add_engine_options(p)
+    p.set_defaults(func=_cmd_demo)
+
+    try:
+        from tokenshapley_rag.eval._cli import add_eval_arguments
+    except ImportError:  # evaluation extras missing: the other commands still work
+        add_eval_arguments = None
+    if add_eval_arguments is not None:
+        p = sub.add_parser("eval", help="evaluate attribution on the benchmark sets")
+        add_eval_arguments(p)
+        _add_engine_options(p)
+        p.add_argument("--candidates", choices=["nearest", "mixed"], default=None, help="TokenShapley candidate set")
+        p.add_argument("--match", choices=["normalized", "exact"], default=None, help="TokenShapley token matching rule")
+        p.set_defaults(func=_cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (TokenShapleyError, FileNotFoundError) as err:
+        print(f"tokenshapley: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

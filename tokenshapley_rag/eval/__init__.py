@@ -1,0 +1,74 @@
+"""Evaluation of keyword attribution on the six shared sets.
+
+Loaders (:func:`load_dataset`), metrics (span accuracy with order control, span classes,
+ranking P/R/F1 @ k, AUROC, log-prob drop), the span-accuracy runner
+(:func:`run_span_eval`) and CLI glue (:func:`add_eval_arguments`, :func:`run_eval`).
+The protocols are documented in ``docs/evaluation.md``.
+"""
+
+from tokenshapley_rag.eval._cli import add_eval_arguments, partial_path, run_eval
+from tokenshapley_rag.eval._data import (
+    ATTRIBUTION_DATASETS,
+    DATASETS,
+    SPAN_DATASETS,
+    AttributionExample,
+    DatasetFormatError,
+    DatasetNotFoundError,
+    GoldEvidence,
+    GoldSpan,
+    SummaryExample,
+    default_data_dir,
+    load_dataset,
+)
+from tokenshapley_rag.eval._metrics import (
+    SOURCE_PERMUTATION_SEEDS,
+    SPAN_CLASSES,
+    accuracy_order_controlled,
+    answer_accuracy,
+    auroc,
+    best_source,
+    evidence_overlaps,
+    mean_logprob_drop,
+    permute_example,
+    precision_recall_f1_at_k,
+    ranking_metrics,
+    source_permutation,
+    span_accuracy,
+    span_class,
+    span_correct,
+)
+from tokenshapley_rag.eval._runner import EvalReport, run_span_eval
+
+__all__ = [
+    "ATTRIBUTION_DATASETS",
+    "DATASETS",
+    "SOURCE_PERMUTATION_SEEDS",
+    "SPAN_CLASSES",
+    "SPAN_DATASETS",
+    "AttributionExample",
+    "DatasetFormatError",
+    "DatasetNotFoundError",
+    "EvalReport",
+    "GoldEvidence",
+    "GoldSpan",
+    "SummaryExample",
+    "accuracy_order_controlled",
+    "add_eval_arguments",
+    "answer_accuracy",
+    "auroc",
+    "best_source",
+    "default_data_dir",
+    "evidence_overlaps",
+    "load_dataset",
+    "mean_logprob_drop",
+    "partial_path",
+    "permute_example",
+    "precision_recall_f1_at_k",
+    "ranking_metrics",
+    "run_eval",
+    "run_span_eval",
+    "source_permutation",
+    "span_accuracy",
+    "span_class",
+    "span_correct",
+]
