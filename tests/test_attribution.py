@@ -221,3 +221,25 @@ def test_invalid_settings(ts):
     for kwargs in ({"k": 0}, {"m": 0}, {"gamma": -1.0}, {"match": "fuzzy"}, {"candidates": "all"}, {"layer": 99}):
         with pytest.raises(ValueError):
             TokenShapley(cache_dir=os.path.dirname(ts.cache.root), **kwargs)
+
+
+def test_concurrent_calls_match_sequential(cache_root):
+    # Fresh instance: token classes are created during the concurrent calls themselves.
+    from concurrent.futures import ThreadPoolExecutor
+
+    answers = [
+        ANSWER,
+        "Big Ben stands 96 metres tall in London.",
+        "The Statue of Liberty was dedicated in 1886 on Liberty Island.",
+        "The Eiffel Tower in Paris was completed on 31 March 1889.",
+    ]
+    shared = TokenShapley(cache_dir=cache_root)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda a: shared.attribute(QUERY, SOURCES, a), answers))
+    alone = TokenShapley(cache_dir=cache_root)
+    for answer, res in zip(answers, together):
+        ref = alone.attribute(QUERY, SOURCES, answer)
+        np.testing.assert_allclose(res.tokens.scores, ref.tokens.scores)
+        assert [(c.text, c.best.source_id if c.best else None) for c in res.citations] == [
+            (c.text, c.best.source_id if c.best else None) for c in ref.citations
+        ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -286,6 +287,9 @@ class TokenShapley:
         self.max_sentence_tokens = min(max_sentence_tokens or limit, limit)
         self._class_of_id: dict[int, int] = {}
         self._class_of_text: dict[str, int] = {}
+        # Class ids are handed out as len(table): concurrent attribute() calls must not both
+        # take the same id for two different texts (that would make unrelated tokens match).
+        self._class_lock = threading.Lock()
 
     # ------------------------------------------------------------------ configuration
 
@@ -309,21 +313,25 @@ class TokenShapley:
         if self.match == "exact":
             return ids.astype(np.int64)
         out = np.empty(len(ids), dtype=np.int64)
-        for i, tid in enumerate(ids.tolist()):
-            cls = self._class_of_id.get(tid)
-            if cls is None:
-                text = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
-                cls = self._class_of_text.setdefault(text, len(self._class_of_text))
-                self._class_of_id[tid] = cls
-            out[i] = cls
+        with self._class_lock:
+            for i, tid in enumerate(ids.tolist()):
+                cls = self._class_of_id.get(tid)
+                if cls is None:
+                    text = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
+                    cls = self._class_of_text.setdefault(text, len(self._class_of_text))
+                    self._class_of_id[tid] = cls
+                out[i] = cls
         return out
 
     # ------------------------------------------------------------------ datastore
 
-    def _sentences(self, sources: Sequence[Source]) -> list[SentenceRecord]:
+    def _sentences(self, sources: Sequence[Source]) -> tuple[list[SentenceRecord], list[TokenizedText | None]]:
         """Sentences of every source; sentences longer than the model's context are cut
-        into consecutive pieces that fit (each piece then acts as a sentence)."""
+        into consecutive pieces that fit (each piece then acts as a sentence). Also returns
+        each whole sentence's tokenization (None for a piece, which is tokenized on its own
+        when encoded) so that encoding does not tokenize it again."""
         records: list[SentenceRecord] = []
+        tokens: list[TokenizedText | None] = []
         limit = self.max_sentence_tokens
         for si, src in enumerate(sources):
             index = 0
@@ -332,24 +340,26 @@ class TokenShapley:
                 tok = self.encoder.tokenize(text)
                 if len(tok.ids) <= limit:
                     records.append(SentenceRecord(si, index, start, end, text))
+                    tokens.append(tok)
                     index += 1
                     continue
                 for a in range(0, len(tok.ids), limit):
                     b = min(a + limit, len(tok.ids))
                     ps, pe = int(tok.offsets[a, 0]), int(tok.offsets[b - 1, 1])
                     records.append(SentenceRecord(si, index, start + ps, start + pe, text[ps:pe]))
+                    tokens.append(None)
                     index += 1
-        return records
+        return records, tokens
 
     def build_datastore(self, sources: Sequence[Any]) -> Datastore:
         """Encode (or load from cache) the keys of every sentence of ``sources``."""
         srcs = coerce_sources(sources)
-        records = self._sentences(srcs)
+        records, sentence_tokens = self._sentences(srcs)
         key = self.encoder.cache_key
         entries: list[CachedSentence | None] = [self.cache.get(key, r.text) for r in records]
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing:
-            toks = [self.encoder.tokenize(records[i].text) for i in missing]
+            toks = [sentence_tokens[i] or self.encoder.tokenize(records[i].text) for i in missing]
             states = self.encoder.encode_before([t.ids for t in toks])
             for i, tok, st in zip(missing, toks, states):
                 entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=st.astype(np.float16))

@@ -117,8 +117,13 @@ class CausalLMEncoder:
             out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
             return out.hidden_states[self.layer]
         captured: list[torch.Tensor] = []
+        # The hook sits on a model the caller may share (e.g. with a generator in another
+        # thread): it acts only on this thread's forward pass.
+        owner = threading.get_ident()
 
         def hook(_module, _inputs, output):
+            if threading.get_ident() != owner:
+                return None
             captured.append(output[0] if isinstance(output, tuple) else output)
             raise _StopForward
 

@@ -8,17 +8,24 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokenshapley_rag._attribution import AttributionResult
+    from tokenshapley_rag._types import SourceAttribution
 
 __all__ = ["render_markdown", "render_html", "footnote_numbers"]
 
 
-def footnote_numbers(result: AttributionResult) -> dict[tuple[str, int], int]:
-    """Number each cited (source id, sentence index) by first appearance in the answer."""
-    numbers: dict[tuple[str, int], int] = {}
+def _footnotes(result: AttributionResult) -> dict[tuple[str, int], tuple[int, SourceAttribution]]:
+    """Each cited (source id, sentence index), numbered by first appearance in the answer,
+    with the attribution that cites it first."""
+    notes: dict[tuple[str, int], tuple[int, SourceAttribution]] = {}
     for c in sorted(result.citations, key=lambda c: c.start):
         if c.supported and c.best is not None:
-            numbers.setdefault((c.best.source_id, c.best.sentence_index), len(numbers) + 1)
-    return numbers
+            notes.setdefault((c.best.source_id, c.best.sentence_index), (len(notes) + 1, c.best))
+    return notes
+
+
+def footnote_numbers(result: AttributionResult) -> dict[tuple[str, int], int]:
+    """Number each cited (source id, sentence index) by first appearance in the answer."""
+    return {key: n for key, (n, _) in _footnotes(result).items()}
 
 
 def _quote(text: str) -> str:
@@ -32,7 +39,8 @@ def render_markdown(result: AttributionResult) -> str:
     Consecutive keywords citing the same sentence share one marker, placed after the last
     of them, so a sentence-long quote gets one footnote, not ten.
     """
-    numbers = footnote_numbers(result)
+    notes = _footnotes(result)
+    numbers = {key: n for key, (n, _) in notes.items()}
     text = result.response
     inserts: list[tuple[int, str]] = []
     cites = sorted(result.citations, key=lambda c: c.start)
@@ -60,9 +68,8 @@ def render_markdown(result: AttributionResult) -> str:
         pos = at
     out.append(text[pos:])
     lines = ["".join(out), ""]
-    for (sid, _), n in numbers.items():
-        sent = next(c.best for c in cites if c.supported and c.best and (c.best.source_id, c.best.sentence_index) == (sid, _))
-        lines.append(f'[^{n}]: Source {sid}: "{_quote(sent.sentence)}"')
+    for n, sent in notes.values():
+        lines.append(f'[^{n}]: Source {sent.source_id}: "{_quote(sent.sentence)}"')
     if any(not c.supported for c in cites):
         lines.append("[^?]: Not supported by any source.")
     return "\n".join(lines).rstrip() + "\n"
@@ -112,7 +119,7 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
     """A self-contained page (inline CSS/JS, no network): each cited keyword is
     highlighted and focusable; hovering, focusing or clicking it shows its source sentence
     with the keyword marked. Unsupported keywords are marked in red with a dashed line."""
-    numbers = footnote_numbers(result)
+    notes = _footnotes(result)
     text = result.response
     parts: list[str] = []
     pos = 0
@@ -120,7 +127,7 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         parts.append(html.escape(text[pos : c.start]))
         kw = html.escape(text[c.start : c.end])
         if c.supported and c.best is not None:
-            n = numbers[(c.best.source_id, c.best.sentence_index)]
+            n = notes[(c.best.source_id, c.best.sentence_index)][0]
             card = (
                 f'<span class="card" role="tooltip"><span class="src">[{n}] Source {html.escape(c.best.source_id)}'
                 f" (score {c.best.score:.2f})</span>{_highlight(c.best.sentence, c.text)}</span>"
@@ -138,21 +145,17 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
             )
         pos = c.end
     parts.append(html.escape(text[pos:]))
-    notes = []
-    for (sid, si), n in numbers.items():
-        sent = next(
-            c.best.sentence
-            for c in result.citations
-            if c.supported and c.best and (c.best.source_id, c.best.sentence_index) == (sid, si)
-        )
-        notes.append(f'<li value="{n}"><b>Source {html.escape(sid)}</b>: &ldquo;{html.escape(sent)}&rdquo;</li>')
+    items = [
+        f'<li value="{n}"><b>Source {html.escape(sent.source_id)}</b>: &ldquo;{html.escape(sent.sentence)}&rdquo;</li>'
+        for n, sent in notes.values()
+    ]
     query = f"<p><b>Question:</b> {html.escape(result.query)}</p>" if result.query else ""
     data = html.escape(json.dumps({"citations": [c.to_dict() for c in result.citations]}), quote=False)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{query}<p class=\"answer\">{''.join(parts)}</p>"
-        f"<h2>Sources</h2><ol class=\"notes\">{''.join(notes)}</ol>"
+        f"<h2>Sources</h2><ol class=\"notes\">{''.join(items)}</ol>"
         f'<script type="application/json" id="citations">{data}</script>'
         f"<script>{_JS}</script></body></html>\n"
     )

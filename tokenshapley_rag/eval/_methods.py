@@ -49,14 +49,12 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
     if name in BASELINE_NAMES:
         return make_baseline(name)
     if name == "tokenshapley":
-        ts = TokenShapley(
-            model=getattr(args, "model", None),
-            layer=getattr(args, "layer", None) or TokenShapley.__init__.__kwdefaults__["layer"],
-            k=getattr(args, "k", 1),
-            m=getattr(args, "m", 10),
-            candidates=getattr(args, "candidates", None) or TokenShapley.__init__.__kwdefaults__["candidates"],
-            match=getattr(args, "match", None) or TokenShapley.__init__.__kwdefaults__["match"],
-            cache_dir=getattr(args, "cache_dir", None),
-        )
+        # Only the options given on the command line; TokenShapley's own defaults otherwise.
+        options = {
+            key: getattr(args, key)
+            for key in ("model", "layer", "k", "m", "candidates", "match", "cache_dir")
+            if getattr(args, key, None) is not None
+        }
+        ts = TokenShapley(**options)
         return TokenShapleyAttributor(ts)
     raise InvalidInputError(f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}")
