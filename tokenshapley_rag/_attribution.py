@@ -234,6 +234,10 @@ class TokenShapley:
     sentence's entries; values slightly above 1 occur when other sentences' entries have
     negative values; 0 means no entry near any of the keyword's tokens carries it.
 
+    One instance may be shared by several threads (framework callbacks, ``batch``): forward
+    passes are serialised by the encoder, and the token-class table and sentence cache are
+    guarded by locks.
+
     Examples
     --------
     >>> from tokenshapley_rag import TokenShapley

@@ -1,0 +1,12 @@
+"""LangChain integration of tokenshapley-rag: keyword-level citations for retrieval chains.
+
+- :class:`TokenShapleyCitations`: a Runnable for ``chain.assign(citations=...)`` on a
+  ``create_retrieval_chain``-style chain.
+- :class:`TokenShapleyCallbackHandler`: a callback handler that cites the answer of any
+  chain with a retriever and an LLM, keyed by root run id.
+"""
+
+from langchain_tokenshapley.callbacks import TokenShapleyCallbackHandler
+from langchain_tokenshapley.runnables import TokenShapleyCitations
+
+__all__ = ["TokenShapleyCallbackHandler", "TokenShapleyCitations"]

@@ -1,0 +1,147 @@
+"""Adapt LangChain objects (``Document``, messages) to tokenshapley-rag inputs and back.
+
+Everything numeric and all text segmentation stay in ``tokenshapley_rag``; this module only
+converts and validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from tokenshapley_rag import AttributionResult, KeywordCitation, Source, TokenShapley
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
+
+__all__ = [
+    "CITATION_KEYS",
+    "attribute_documents",
+    "citation_to_dict",
+    "documents_to_sources",
+    "message_text",
+]
+
+#: Keys of every citation dict, in order.
+CITATION_KEYS = (
+    "text",
+    "start",
+    "end",
+    "doc_id",
+    "metadata",
+    "score",
+    "sentence",
+    "sentence_start",
+    "sentence_end",
+    "supported",
+)
+
+
+def message_text(value: Any, key: str) -> str:
+    """The text of a ``str`` or a message (``BaseMessage.text``) found under ``key``.
+
+    Raises:
+        InvalidInputTypeError: ``value`` is neither a ``str`` nor a ``BaseMessage``.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return value.text
+    raise InvalidInputTypeError(f"{key!r} must be a str or a message (BaseMessage), got {type(value).__name__}")
+
+
+def check_documents(value: Any, key: str) -> list[Document]:
+    """Check that ``value`` is a list (or tuple) of ``Document`` and return it as a list.
+
+    Raises:
+        InvalidInputTypeError: ``value`` is not a list or tuple, or an item is not a ``Document``.
+    """
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInputTypeError(f"{key!r} must be a list of Document, got {type(value).__name__}")
+    for i, doc in enumerate(value):
+        if not isinstance(doc, Document):
+            raise InvalidInputTypeError(f"{key}[{i}] must be a Document, got {type(doc).__name__}")
+    return list(value)
+
+
+def documents_to_sources(
+    documents: Sequence[Document], key: str = "context"
+) -> tuple[list[Source], dict[str, Document]]:
+    """One ``Source`` per distinct document, and the documents by source id.
+
+    The source id is ``Document.id``, or the document's position in ``documents`` as a
+    string when it has no id. The attributed text is ``page_content`` (metadata is not
+    part of it). Documents whose ``page_content`` is empty or whitespace are skipped (there
+    is nothing in them to cite). A document repeated with the same id and the same
+    ``page_content`` (two retrievers, or one retriever called twice) is kept once.
+
+    Raises:
+        InvalidInputError: two documents share an id but differ in ``page_content``.
+    """
+    sources: list[Source] = []
+    by_id: dict[str, Document] = {}
+    position: dict[str, int] = {}
+    for i, doc in enumerate(documents):
+        doc_id = doc.id if doc.id else str(i)
+        if doc_id in by_id:
+            if by_id[doc_id].page_content == doc.page_content:
+                continue
+            raise InvalidInputError(
+                f"{key}[{position[doc_id]}] and {key}[{i}] share the id {doc_id!r} but have different "
+                "page_content; give each document a unique Document.id"
+            )
+        if not doc.page_content.strip():
+            continue
+        by_id[doc_id] = doc
+        position[doc_id] = i
+        sources.append(Source(id=doc_id, text=doc.page_content, metadata=dict(doc.metadata)))
+    return sources, by_id
+
+
+def citation_to_dict(citation: KeywordCitation, documents: Mapping[str, Document]) -> dict[str, Any]:
+    """The plain dict of one keyword citation (keys :data:`CITATION_KEYS`).
+
+    ``start`` / ``end`` index into the answer, ``sentence_start`` / ``sentence_end`` into
+    the cited document's ``page_content``. ``doc_id``, ``metadata``, ``score`` and the
+    sentence fields describe the best source sentence; they are None when no source
+    supports the keyword.
+    """
+    d = citation.to_dict()
+    doc_id = d["source_id"]
+    return {
+        "text": d["text"],
+        "start": d["start"],
+        "end": d["end"],
+        "doc_id": doc_id,
+        "metadata": dict(documents[doc_id].metadata) if doc_id is not None else None,
+        "score": d["score"],
+        "sentence": d["sentence"],
+        "sentence_start": d["sentence_start"],
+        "sentence_end": d["sentence_end"],
+        "supported": d["supported"],
+    }
+
+
+def attribute_documents(
+    attributor: Callable[[], TokenShapley],
+    query: str,
+    documents: Sequence[Document],
+    answer: str,
+    *,
+    supported_only: bool = False,
+    key: str = "context",
+) -> tuple[list[dict[str, Any]], AttributionResult | None]:
+    """Attribute ``answer`` to ``documents`` and return the citation dicts and the core result.
+
+    ``attributor`` returns the ``TokenShapley`` to use; it is only called when there is
+    something to attribute, so an empty answer or no citable document gives ``([], None)``
+    without loading a model.
+    """
+    sources, by_id = documents_to_sources(documents, key)
+    if not sources or not answer.strip():
+        return [], None
+    tokenshapley = attributor()
+    # TokenShapley is safe to share between threads (batch runs callbacks in a pool).
+    result = tokenshapley.attribute(query=query, sources=sources, response=answer)
+    citations = [citation_to_dict(c, by_id) for c in result.citations if c.supported or not supported_only]
+    return citations, result

@@ -1,0 +1,10 @@
+from langchain_tokenshapley import __all__
+
+EXPECTED_ALL = [
+    "TokenShapleyCallbackHandler",
+    "TokenShapleyCitations",
+]
+
+
+def test_all_imports() -> None:
+    assert sorted(EXPECTED_ALL) == sorted(__all__)

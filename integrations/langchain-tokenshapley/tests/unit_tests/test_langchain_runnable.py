@@ -1,0 +1,197 @@
+"""TokenShapleyCitations on hand-made chain dicts (no retriever, no LLM; the real encoder)."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tracers.context import collect_runs
+from tokenshapley_rag import TokenShapley
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, TokenShapleyError
+
+from langchain_tokenshapley import TokenShapleyCitations
+
+KEYS = {"text", "start", "end", "doc_id", "metadata", "score", "sentence", "sentence_start", "sentence_end",
+        "supported"}
+
+
+@pytest.fixture(scope="module")
+def base(ts, lc):
+    """Citations of the reference answer over the three documents, and the traced run."""
+    docs = lc.make_documents()
+    with collect_runs() as cb:
+        citations = TokenShapleyCitations(ts).invoke({"input": lc.QUESTION, "context": docs, "answer": lc.ANSWER})
+    return citations, docs, cb.traced_runs
+
+
+def test_cites_known_keywords(base, lc):
+    citations, docs, _ = base
+    cites = lc.by_text(citations)
+    assert cites["330 metres"]["doc_id"] == "eiffel"
+    assert cites["330 metres"]["sentence"] == "It is 330 metres tall."
+    assert cites["330 metres"]["metadata"] == {"title": "Eiffel", "n": 0}
+    assert cites["1859"]["doc_id"] == "bigben"
+    assert cites["1859"]["sentence"] == "It was completed in 1859."
+    assert cites["1859"]["metadata"] == {"title": "Bigben", "n": 1}
+    for kw in ("330 metres", "1859"):
+        assert cites[kw]["supported"] is True
+        assert cites[kw]["score"] > 0
+    # nothing in the answer comes from the Great Wall
+    assert "wall" not in {c["doc_id"] for c in citations}
+
+
+def test_citation_dicts_and_offsets(base, lc):
+    citations, docs, _ = base
+    assert citations, "the answer has keywords"
+    for c in citations:
+        assert set(c) == KEYS
+        assert isinstance(c["start"], int) and isinstance(c["end"], int)
+    # exact offsets into the answer and into the cited document's page_content
+    lc.check_offsets(citations, lc.ANSWER, docs)
+    cites = lc.by_text(citations)
+    assert (cites["330 metres"]["start"], cites["330 metres"]["end"]) == (20, 30)
+    assert (cites["1859"]["start"], cites["1859"]["end"]) == (65, 69)
+    eiffel = lc.DOC_TEXTS["eiffel"]
+    assert cites["330 metres"]["sentence_start"] == eiffel.index("It is 330")
+    assert cites["330 metres"]["sentence_end"] == len(eiffel)
+    # in answer order
+    assert [c["start"] for c in citations] == sorted(c["start"] for c in citations)
+    # unsupported keywords carry no source fields
+    for c in citations:
+        if c["doc_id"] is None:
+            assert c["supported"] is False
+            assert c["metadata"] is c["score"] is c["sentence"] is c["sentence_start"] is None
+
+
+def test_traced_as_one_chain_run(base):
+    citations, _, runs = base
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.name == "TokenShapleyCitations"
+    assert run.run_type == "chain"
+    assert run.outputs == {"output": citations}
+
+
+def test_message_answer_and_question_key(ts, base, lc):
+    citations, docs, _ = base
+    out = TokenShapleyCitations(ts).invoke(
+        {"question": HumanMessage(lc.QUESTION), "context": docs, "answer": AIMessage(lc.ANSWER)}
+    )
+    assert out == citations
+
+
+def test_input_key_wins_over_question(ts, base, lc):
+    citations, docs, _ = base
+    out = TokenShapleyCitations(ts).invoke(
+        {"input": lc.QUESTION, "question": 42, "context": docs, "answer": lc.ANSWER, "extra": object()}
+    )
+    assert out == citations
+
+
+def test_documents_without_ids_are_cited_by_position(ts, lc):
+    docs = [Document(page_content=lc.DOC_TEXTS["bigben"]), Document(page_content=lc.DOC_TEXTS["eiffel"])]
+    cites = lc.by_text(TokenShapleyCitations(ts).invoke({"input": lc.QUESTION, "context": docs, "answer": lc.ANSWER}))
+    assert cites["330 metres"]["doc_id"] == "1"
+    assert cites["1859"]["doc_id"] == "0"
+    assert cites["1859"]["metadata"] == {}
+
+
+def test_supported_only(ts, base, lc):
+    citations, docs, _ = base
+    out = TokenShapleyCitations(ts, supported_only=True).invoke(
+        {"input": lc.QUESTION, "context": docs, "answer": lc.ANSWER}
+    )
+    assert out == [c for c in citations if c["supported"]]
+
+
+def test_repeated_document_counts_once(ts, base, lc):
+    citations, docs, _ = base
+    repeated = docs + [Document(id="eiffel", page_content=lc.DOC_TEXTS["eiffel"], metadata={"other": True})]
+    out = TokenShapleyCitations(ts).invoke({"input": lc.QUESTION, "context": repeated, "answer": lc.ANSWER})
+    assert out == citations  # the first copy (and its metadata) is the one cited
+
+
+def test_attribute_returns_core_result(ts, base, lc):
+    citations, docs, _ = base
+    result = TokenShapleyCitations(ts).attribute({"input": lc.QUESTION, "context": docs, "answer": lc.ANSWER})
+    assert result.response == lc.ANSWER
+    assert [c.text for c in result.citations] == [c["text"] for c in citations]
+    assert "[^1]" in result.to_markdown()
+
+
+# ---------------------------------------------------------------- bad input (checked before any model call)
+
+
+@pytest.fixture
+def lazy():
+    """A runnable without a TokenShapley: it would only load one if validation let a call through."""
+    runnable = TokenShapleyCitations()
+    yield runnable
+    assert runnable._default is None, "validation must fail before the model is loaded"
+
+
+DOC = Document(id="a", page_content="Paris is the capital of France.")
+
+
+TYPE, VALUE = InvalidInputTypeError, InvalidInputError
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (["not", "a", "dict"], TYPE, r"expects a dict .* got list"),
+        ({"context": [DOC], "answer": "Paris."}, VALUE, r"'input' or 'question'.*\['answer', 'context'\]"),
+        ({"input": "q", "answer": "Paris."}, VALUE, r"missing the key 'context'"),
+        ({"input": "q", "context": [DOC]}, VALUE, r"missing the key 'answer'"),
+        ({"input": "q", "context": "Paris.", "answer": "P."}, TYPE, r"'context' must be a list of Document, got str"),
+        ({"input": "q", "context": [DOC, "x"], "answer": "P."}, TYPE, r"context\[1\] must be a Document, got str"),
+        ({"input": "q", "context": [DOC], "answer": 3}, TYPE, r"'answer' must be a str or a message .* got int"),
+        ({"input": None, "context": [DOC], "answer": "Paris."}, TYPE, r"'input' must be a str or a message"),
+        ({"question": 1.5, "context": [DOC], "answer": "Paris."}, TYPE, r"'question' must be a str"),
+    ],
+)
+def test_bad_input_names_the_key(lazy, value, error, match):
+    with pytest.raises(error, match=match) as info:
+        lazy.invoke(value)
+    assert isinstance(info.value, TokenShapleyError)
+    assert isinstance(info.value, ValueError if error is InvalidInputError else TypeError)
+
+
+def test_conflicting_document_ids(lazy):
+    docs = [DOC, Document(id="b", page_content="x."), Document(id="a", page_content="Lyon is in France.")]
+    with pytest.raises(InvalidInputError, match=r"context\[0\] and context\[2\] share the id 'a'"):
+        lazy.invoke({"input": "q", "context": docs, "answer": "Paris."})
+
+
+def test_custom_keys(lazy):
+    runnable = TokenShapleyCitations(query_keys=("query",), context_key="docs", answer_key="result")
+    with pytest.raises(InvalidInputError, match=r"expected the key 'query'"):
+        runnable.invoke({"input": "q", "docs": [DOC], "result": "Paris."})
+    with pytest.raises(InvalidInputError, match=r"missing the key 'docs'"):
+        runnable.invoke({"query": "q", "context": [DOC], "result": "Paris."})
+    with pytest.raises(InvalidInputError, match="at least one key"):
+        TokenShapleyCitations(query_keys=())
+    assert runnable._default is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"input": "q", "context": [], "answer": "Paris is the capital."},
+        {"input": "q", "context": [Document(page_content="  \n")], "answer": "Paris is the capital."},
+        {"input": "q", "context": [DOC], "answer": "   "},
+        {"input": "q", "context": [DOC], "answer": AIMessage(content=[])},
+    ],
+    ids=["no-documents", "blank-document", "blank-answer", "empty-message"],
+)
+def test_nothing_to_attribute_gives_empty_list(lazy, value):
+    assert lazy.invoke(value) == []
+    assert lazy.attribute(value) is None
+
+
+def test_given_tokenshapley_is_used_and_not_serialized(ts):
+    runnable = TokenShapleyCitations(ts)
+    assert runnable.tokenshapley is ts
+    assert runnable._attributor() is ts
+    assert "tokenshapley" not in runnable.model_dump()
+    assert isinstance(ts, TokenShapley)

