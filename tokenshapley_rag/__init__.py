@@ -1,6 +1,6 @@
 """tokenshapley-rag: keyword-level citations for RAG answers with exact token Shapley values."""
 
-from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley
+from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
 from tokenshapley_rag._render import render_html, render_markdown
 from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
 from tokenshapley_rag.errors import (
@@ -21,6 +21,8 @@ __all__ = [
     "AttributionResult",
     "TokenScores",
     "TokenShapley",
+    "context_scores",
+    "context_weights",
     "render_html",
     "render_markdown",
     "DuplicateSourceIdError",

@@ -14,7 +14,7 @@ import numpy as np
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
-from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
+from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
 from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
 from tokenshapley_rag.errors import (
     DuplicateSourceIdError,
@@ -24,10 +24,10 @@ from tokenshapley_rag.errors import (
 )
 from tokenshapley_rag.shapley import knn_shapley_batch
 
-__all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources"]
+__all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources", "context_scores", "context_weights"]
 
-DEFAULT_LAYER = 15
-_MATCH_MODES = ("exact", "normalized")
+DEFAULT_LAYER = 8
+_MATCH_MODES = ("word", "normalized", "exact")
 _CANDIDATE_MODES = ("nearest", "mixed")
 
 
@@ -84,6 +84,67 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
     return out
 
 
+def context_scores(
+    scores: np.ndarray,
+    carries: np.ndarray,
+    sentence_source: np.ndarray,
+    answer_sentence: np.ndarray,
+    members: np.ndarray,
+    weight: float,
+    scale: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sentence scores of the span made of the answer tokens ``members``.
+
+    Parameters
+    ----------
+    scores : (T, n_sentences) token Shapley values per sentence
+    carries : (T, n_sentences) bool, whether the sentence holds an entry of the token's class
+    sentence_source : (n_sentences,) source index of each sentence
+    answer_sentence : (T,) answer sentence of each token
+    members : indices of the span's tokens
+    weight, scale : the context weights (:func:`context_weights`)
+
+    Returns
+    -------
+    (in_context, own) : two (n_sentences,) arrays. ``own`` sums the span tokens' Shapley
+    values (the paper's aggregation). ``in_context`` is the context game's value
+    (``context_weights(...) @ scores``) for the sentences of sources that hold at least
+    one of the span's tokens, and ``own`` for the others: context decides between the
+    sources that carry the span, and cannot pull it to a source that does not.
+    """
+    own = scores[members].sum(axis=0)
+    if weight <= 0 or len(members) == 0 or scores.shape[1] == 0:
+        return own, own
+    weighted = context_weights(answer_sentence, members, weight, scale) @ scores
+    holds = np.zeros(int(sentence_source.max()) + 1, dtype=bool)
+    np.logical_or.at(holds, sentence_source, carries[members].any(axis=0))
+    return np.where(holds[sentence_source], weighted, own), own
+
+
+def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: float, scale: float) -> np.ndarray:
+    """Weights of the answer tokens in the game of a span made of the tokens ``members``.
+
+    1 for the span's own tokens; ``weight * exp(-d / scale)`` for the other tokens of the
+    same answer sentence, ``d`` their distance in tokens to the nearest span token; 0
+    elsewhere. A span's score is the weighted sum of its tokens' Shapley values, which is
+    the exact Shapley value of the same weighted sum of token games (Shapley values are
+    linear), so the neighbouring words of the answer break ties between sources that all
+    hold the span.
+
+    >>> context_weights(np.array([0, 0, 0, 0, 1]), np.array([1]), 0.5, 1.0).round(3).tolist()
+    [0.184, 1.0, 0.184, 0.068, 0.0]
+    """
+    w = np.zeros(len(answer_sentence))
+    if len(members) == 0:
+        return w
+    if weight > 0:
+        same = np.flatnonzero(answer_sentence == answer_sentence[members[0]])
+        d = np.minimum(np.abs(same - members.min()), np.abs(same - members.max()))
+        w[same] = weight * np.exp(-d / scale)
+    w[members] = 1.0
+    return w
+
+
 @dataclass(frozen=True)
 class TokenScores:
     """Per-token attribution, for analysis.
@@ -91,13 +152,19 @@ class TokenScores:
     ``scores[t, j]`` is the summed Shapley value of the datastore entries of sentence ``j``
     (``AttributionResult.sentence_scores[j]``) for answer token ``t``. Row sums equal the
     token game's value U(all) (1 if the nearest evidence carries the token, else 0, for
-    K = 1). ``keyword[t]`` is the index of the token's keyword in ``keywords`` or -1.
+    K = 1). ``keyword[t]`` is the index of the token's keyword in ``keywords`` or -1;
+    ``answer_sentence[t]`` the index of the answer sentence the token is in;
+    ``carries[t, j]`` whether sentence ``j`` holds a token that matches token ``t``
+    (``sentence_source[j]``: the index of sentence ``j``'s source).
     """
 
     texts: list[str]
     offsets: np.ndarray  # (T, 2) int64 char offsets into the answer
     scores: np.ndarray  # (T, n_sentences) float64
     keyword: np.ndarray  # (T,) int64
+    answer_sentence: np.ndarray  # (T,) int64
+    carries: np.ndarray  # (T, n_sentences) bool
+    sentence_source: np.ndarray  # (n_sentences,) int64
 
 
 @dataclass(frozen=True)
@@ -118,9 +185,15 @@ class AttributionResult:
     tokens: TokenScores
     config: dict[str, Any] = field(default_factory=dict)
 
-    def span_scores(self, start: int, end: int) -> dict[str, float]:
-        """Per-source score of any span of the answer: the summed Shapley values of the
-        answer tokens that overlap ``response[start:end]``.
+    def span_scores(self, start: int, end: int, *, context: bool = True) -> dict[str, float]:
+        """Per-source score of any span of the answer, computed like a keyword's.
+
+        The span's tokens are the answer tokens that overlap ``response[start:end]``; its
+        score is the sum of their Shapley values plus, with ``context=True``, those of the
+        other tokens of its answer sentence weighted by :func:`context_weights` (the
+        ``context_weight`` / ``context_scale`` of the config), for the sentences of the
+        sources that hold one of the span's tokens (:func:`context_scores`). ``context=False`` gives the plain
+        sum of the span's own tokens (the paper's aggregation).
 
         Examples
         --------
@@ -131,7 +204,10 @@ class AttributionResult:
             raise InvalidInputError(f"span [{start}, {end}) is not inside the answer of length {len(self.response)}")
         offs = self.tokens.offsets
         inside = np.flatnonzero((offs[:, 0] < end) & (offs[:, 1] > start) & (offs[:, 1] > offs[:, 0]))
-        per_sentence = self.tokens.scores[inside].sum(axis=0)
+        weight = float(self.config.get("context_weight", 0.0)) if context else 0.0
+        scale = float(self.config.get("context_scale", 1.0))
+        t = self.tokens
+        per_sentence, _own = context_scores(t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale)
         out = {s.id: 0.0 for s in self.sources}
         for j, sent in enumerate(self.sentence_scores):
             out[sent.source_id] += float(per_sentence[j])
@@ -258,8 +334,10 @@ class TokenShapley:
         k: int = 1,
         m: int = 10,
         gamma: float | str = "auto",
-        match: str = "normalized",
-        candidates: str = "nearest",
+        match: str = "word",
+        candidates: str = "mixed",
+        context_weight: float = 0.3,
+        context_scale: float = 8.0,
         support_threshold: float = 0.0,
         device: str = "cpu",
         cache_dir: str | os.PathLike | None = None,
@@ -276,6 +354,12 @@ class TokenShapley:
             raise InvalidInputError(f"match must be one of {_MATCH_MODES}, got {match!r}")
         if candidates not in _CANDIDATE_MODES:
             raise InvalidInputError(f"candidates must be one of {_CANDIDATE_MODES}, got {candidates!r}")
+        for name, value in (("context_weight", context_weight), ("context_scale", context_scale)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise InvalidInputError(f"{name} must be a finite number >= 0, got {value!r}")
+        if context_scale == 0:
+            raise InvalidInputError("context_scale must be > 0 (it is a distance in tokens)")
+        self.context_weight, self.context_scale = float(context_weight), float(context_scale)
         self.k, self.m, self.gamma = k, m, gamma
         self.match, self.candidates = match, candidates
         self.support_threshold = float(support_threshold)
@@ -291,6 +375,7 @@ class TokenShapley:
         self.max_sentence_tokens = min(max_sentence_tokens or limit, limit)
         self._class_of_id: dict[int, int] = {}
         self._class_of_text: dict[str, int] = {}
+        self._class_of_word: dict[tuple[int, str], int] = {}
         # Class ids are handed out as len(table): concurrent attribute() calls must not both
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
@@ -308,23 +393,34 @@ class TokenShapley:
             "gamma": self.gamma,
             "match": self.match,
             "candidates": self.candidates,
+            "context_weight": self.context_weight,
+            "context_scale": self.context_scale,
             "support_threshold": self.support_threshold,
             "max_sentence_tokens": self.max_sentence_tokens,
         }
 
-    def _token_classes(self, ids: np.ndarray) -> np.ndarray:
-        """Map token ids to match classes: equal class <=> tokens "equal" under ``match``."""
+    def _token_classes(self, ids: np.ndarray, text: str, offsets: np.ndarray) -> np.ndarray:
+        """Map tokens to match classes: equal class <=> tokens "equal" under ``match``.
+
+        ``text`` and ``offsets`` (the tokens' char offsets into it) give each token's word
+        for ``match="word"``.
+        """
         if self.match == "exact":
             return ids.astype(np.int64)
+        words = token_words(text, offsets) if self.match == "word" else None
         out = np.empty(len(ids), dtype=np.int64)
         with self._class_lock:
             for i, tid in enumerate(ids.tolist()):
-                cls = self._class_of_id.get(tid)
-                if cls is None:
-                    text = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
-                    cls = self._class_of_text.setdefault(text, len(self._class_of_text))
-                    self._class_of_id[tid] = cls
-                out[i] = cls
+                norm = self._class_of_id.get(tid)
+                if norm is None:
+                    piece = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
+                    norm = self._class_of_text.setdefault(piece, len(self._class_of_text))
+                    self._class_of_id[tid] = norm
+                if words is None:
+                    out[i] = norm
+                else:
+                    word = unicodedata.normalize("NFKC", words[i])
+                    out[i] = self._class_of_word.setdefault((norm, word), len(self._class_of_word))
         return out
 
     # ------------------------------------------------------------------ datastore
@@ -370,7 +466,7 @@ class TokenShapley:
                 self.cache.put(key, records[i].text, entry)
                 entries[i] = entry
         done = [e for e in entries if e is not None]
-        return Datastore(records, done, [self._token_classes(e.ids) for e in done])
+        return Datastore(records, done, [self._token_classes(e.ids, r.text, e.offsets) for r, e in zip(records, done)])
 
     def prepare(self, sources: Sequence[Any]) -> None:
         """Encode and cache the sources' sentence keys ahead of :meth:`attribute`."""
@@ -404,8 +500,8 @@ class TokenShapley:
         store = self.build_datastore(srcs)
         resp_tok = self.encoder.tokenize(response)
         queries = self.encoder.encode_response(query, resp_tok)
-        scores = self._token_sentence_scores(store, resp_tok, queries)
-        return self._assemble(query, response, srcs, store, resp_tok, scores)
+        scores, carries = self._token_sentence_scores(store, response, resp_tok, queries)
+        return self._assemble(query, response, srcs, store, resp_tok, scores, carries)
 
     def _candidates(self, store: Datastore, queries: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         m = min(self.m, store.size)
@@ -433,13 +529,23 @@ class TokenShapley:
             d2[t] = np.asarray(dist)[order]
         return d2, idx
 
-    def _token_sentence_scores(self, store: Datastore, resp: TokenizedText, queries: np.ndarray) -> np.ndarray:
-        """(T, n_sentences) Shapley values summed per sentence."""
+    def _token_sentence_scores(
+        self, store: Datastore, response: str, resp: TokenizedText, queries: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(T, n_sentences) Shapley values summed per sentence, and whether each sentence
+        holds a token that matches each answer token."""
         n_tok = len(resp.ids)
         out = np.zeros((n_tok, len(store.sentences)))
+        carries = np.zeros((n_tok, len(store.sentences)), dtype=bool)
         if store.size == 0 or n_tok == 0:
-            return out
-        classes = self._token_classes(resp.ids)
+            return out, carries
+        classes = self._token_classes(resp.ids, response, resp.offsets)
+        order = np.argsort(store.token_class, kind="stable")
+        sorted_cls = store.token_class[order]
+        lo = np.searchsorted(sorted_cls, classes, side="left")
+        hi = np.searchsorted(sorted_cls, classes, side="right")
+        for t in range(n_tok):
+            carries[t, store.sentence_of[order[lo[t] : hi[t]]]] = True
         d2, idx = self._candidates(store, queries, classes)
         d2 = d2.astype(np.float64)
         gamma = self.gamma
@@ -451,7 +557,7 @@ class TokenShapley:
         phi = knn_shapley_batch(sims, matches, self.k)
         rows = np.repeat(np.arange(n_tok), idx.shape[1])
         np.add.at(out, (rows, store.sentence_of[idx].ravel()), phi.ravel())
-        return out
+        return out, carries
 
     def _assemble(
         self,
@@ -461,10 +567,13 @@ class TokenShapley:
         store: Datastore,
         resp: TokenizedText,
         scores: np.ndarray,
+        carries: np.ndarray,
     ) -> AttributionResult:
         keywords = find_keywords(response)
         token_kw = _assign_tokens(resp.offsets, keywords)
+        answer_sentence = _assign_sentences(resp.offsets, split_sentences(response))
         n_sent = len(store.sentences)
+        sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
         citations: list[KeywordCitation] = []
         for ki, kw in enumerate(keywords):
             if not kw.citable:
@@ -472,14 +581,21 @@ class TokenShapley:
             members = np.flatnonzero(token_kw == ki)
             if len(members) == 0:
                 continue
-            per_sentence = scores[members].sum(axis=0) if n_sent else np.zeros(0)
+            # Ranked by the keyword's game in its answer context; support is judged on the
+            # keyword's own tokens only, so context cannot make an invented keyword supported.
+            if n_sent:
+                per_sentence, own = context_scores(
+                    scores, carries, sentence_source, answer_sentence, members, self.context_weight, self.context_scale
+                )
+            else:
+                per_sentence = own = np.zeros(0)
             order = np.argsort(-per_sentence, kind="stable")
             attributions = tuple(
                 _source_attribution(sources, store.sentences[j], float(per_sentence[j]))
                 for j in order
                 if per_sentence[j] > 0
             )
-            support = float(per_sentence.max()) / len(members) if n_sent else 0.0
+            support = float(own.max()) / len(members) if n_sent else 0.0
             citations.append(
                 KeywordCitation(
                     text=kw.text,
@@ -502,6 +618,9 @@ class TokenShapley:
             offsets=resp.offsets.copy(),
             scores=scores,
             keyword=token_kw,
+            answer_sentence=answer_sentence,
+            carries=carries,
+            sentence_source=sentence_source,
         )
         return AttributionResult(
             query=query,
@@ -541,3 +660,12 @@ def _assign_tokens(offsets: np.ndarray, keywords: list[Keyword]) -> np.ndarray:
         if overlap[best] > 0:
             out[t] = best
     return out
+
+
+def _assign_sentences(offsets: np.ndarray, sentences: list[tuple[int, int]]) -> np.ndarray:
+    """Index of the answer sentence each token belongs to: the last sentence starting at
+    or before the token's last character (a token's leading space can precede its
+    sentence's start)."""
+    starts = np.array([a for a, _ in sentences] or [0])
+    last_char = np.maximum(offsets[:, 1] - 1, offsets[:, 0])
+    return np.maximum(np.searchsorted(starts, last_char, side="right") - 1, 0).astype(np.int64)

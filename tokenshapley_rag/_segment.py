@@ -7,10 +7,11 @@ emoji and combining marks included).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["Keyword", "split_sentences", "find_keywords", "STOPWORDS"]
+__all__ = ["Keyword", "split_sentences", "find_keywords", "token_words", "STOPWORDS"]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
 _ABBREVIATIONS = frozenset(
@@ -182,3 +183,30 @@ def _sentence_initial(text: str, start: int) -> bool:
     while i >= 0 and text[i].isspace():
         i -= 1
     return i < 0 or text[i] in ".!?\n"
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def token_words(text: str, offsets: "np.ndarray | list[tuple[int, int]]") -> list[str]:
+    """For each token (char offsets into ``text``), the word it belongs to, casefolded.
+
+    The word is the maximal run of word characters (``\\w+``) that holds the token's first
+    non-space character; a token with none (punctuation, a space) gets its own stripped
+    text. Digits split into single tokens by the tokenizer thus all map to their number:
+
+    >>> token_words("In 2011, X-Men.", [(0, 2), (2, 4), (4, 5), (5, 6), (6, 7), (7, 8), (8, 10), (10, 11), (11, 14), (14, 15)])
+    ['in', '2011', '2011', '2011', '2011', ',', 'x', '-', 'men', '.']
+    """
+    runs = [(m.start(), m.end()) for m in _WORD_RUN.finditer(text)]
+    starts = [a for a, _ in runs]
+    out: list[str] = []
+    for a, b in (offsets.tolist() if hasattr(offsets, "tolist") else offsets):
+        while a < b and text[a].isspace():
+            a += 1
+        i = bisect.bisect_right(starts, a) - 1
+        if a < b and i >= 0 and runs[i][0] <= a < runs[i][1]:
+            out.append(text[runs[i][0] : runs[i][1]].casefold())
+        else:
+            out.append(text[a:b].strip().casefold())
+    return out

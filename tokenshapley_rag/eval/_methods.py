@@ -52,7 +52,7 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         # Only the options given on the command line; TokenShapley's own defaults otherwise.
         options = {
             key: getattr(args, key)
-            for key in ("model", "layer", "k", "m", "candidates", "match", "cache_dir")
+            for key in ("model", "layer", "k", "m", "candidates", "match", "context_weight", "context_scale", "cache_dir")
             if getattr(args, key, None) is not None
         }
         ts = TokenShapley(**options)

@@ -683,6 +683,9 @@ def _result_of(response: Any) -> AttributionResult:
             offsets=np.zeros((0, 2), dtype=np.int64),
             scores=np.zeros((0, 0)),
             keyword=np.zeros(0, dtype=np.int64),
+            answer_sentence=np.zeros(0, dtype=np.int64),
+            carries=np.zeros((0, 0), dtype=bool),
+            sentence_source=np.zeros(0, dtype=np.int64),
         ),
     )
 
