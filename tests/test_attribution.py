@@ -60,6 +60,15 @@ def test_keywords_cite_the_right_source_and_sentence(result):
     assert {a.source_id for a in _cite(result, "Big Ben").sources} == {"bigben"}
 
 
+def test_answer_support_is_the_mean_keyword_support(result, ts):
+    assert result.support == pytest.approx(np.mean([c.support for c in result.citations]))
+    assert 0 < result.support <= 1.5
+    # An answer made of keywords no source holds has (almost) no support.
+    invented = ts.attribute(query=QUERY, sources=SOURCES, response="Zanzibar exports cloves.")
+    assert invented.support < result.support / 4
+    assert not any(c.supported for c in invented.citations)
+
+
 def test_paper_recipe_misses_sentence_initial_keywords(cache_root):
     # The paper's candidate set (the m nearest entries) and token-level matching, without
     # context: "Big Ben" has no matching nearest neighbour (docs/method.md).

@@ -185,6 +185,19 @@ class AttributionResult:
     tokens: TokenScores
     config: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def support(self) -> float:
+        """How well the sources support the answer as a whole: the mean
+        ``KeywordCitation.support`` over the cited keywords (0.0 when there are none).
+
+        Measured on the first 30 WiCE dev claims (8 supported, 14 partially supported, 8
+        not supported; docs/method.md §8) it separates supported from not-supported claims
+        with AUROC 0.86 (partially supported vs not: 0.83).
+        """
+        if not self.citations:
+            return 0.0
+        return float(np.mean([c.support for c in self.citations]))
+
     def span_scores(self, start: int, end: int, *, context: bool = True) -> dict[str, float]:
         """Per-source score of any span of the answer, computed like a keyword's.
 
@@ -234,6 +247,7 @@ class AttributionResult:
             "response": self.response,
             "sources": [{"id": s.id, "text": s.text, "metadata": dict(s.metadata)} for s in self.sources],
             "citations": [c.to_dict() for c in self.citations],
+            "support": self.support,
             "source_scores": {k: float(v) for k, v in self.source_scores.items()},
             "sentence_scores": [s.to_dict() for s in self.sentence_scores],
             "tokens": [
