@@ -82,19 +82,17 @@ def states_at_layers(ts: TokenShapley, seqs: list[list[int]]) -> list[dict[int, 
     return out
 
 
+def source_tokens(ts: TokenShapley, ex):
+    """The datastore's sentence records of ``ex``'s sources and their tokenizations."""
+    records, toks = ts._sentences(list(ex.sources))
+    return records, [t or ts.encoder.tokenize(r.text) for r, t in zip(records, toks)]
+
+
 def encode_example(ts: TokenShapley, ex, path: Path) -> dict:
     if path.exists():
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    if match == "wordfb":  # word classes; token classes for answer tokens whose word no source has
-        ws, wr = classes(ts, ex, data, "word")
-        table: dict = {}
-        ts_, tr_ = token_classes(ts, data["src_ids"], table=table), token_classes(ts, data["resp_ids"], table=table)
-        off = 1 << 40
-        has = np.isin(wr, ws)
-        return ws, np.where(has, wr, tr_ + off), ts_ + off
-    records, toks = ts._sentences(list(ex.sources))
-    toks = [t or ts.encoder.tokenize(r.text) for r, t in zip(records, toks)]
+    records, toks = source_tokens(ts, ex)
     bos = ts.encoder.start_id
     resp = ts.encoder.tokenize(ex.answer)
     prompt = ts.encoder.prompt_ids(ex.question).tolist()
@@ -199,8 +197,7 @@ def classes(ts, ex, data, match):
         off = 1 << 40
         has = np.isin(wr, ws)
         return ws, np.where(has, wr, tr_ + off), ts_ + off
-    records, toks = ts._sentences(list(ex.sources))
-    toks = [t or ts.encoder.tokenize(r.text) for r, t in zip(records, toks)]
+    records, toks = source_tokens(ts, ex)
     src_words = [w for r, t in zip(records, toks) for w in token_words(r.text, t.offsets)]
     table = {}
     return (
