@@ -37,3 +37,101 @@ def ts(tmp_path_factory):
     from tokenshapley_rag import TokenShapley
 
     return TokenShapley(cache_dir=make_cache_dir(tmp_path_factory.mktemp("session")))
+
+
+class FakeLM:
+    """A deterministic stand-in for ``tokenshapley_rag.eval._lm.ResponseLM`` (no model).
+
+    Tokens are ``\\w+`` words and single punctuation marks. ``score_response`` gives each
+    response token log-probability -0.1 if the (lowercased) token occurs among the
+    sources' tokens and -3.0 otherwise; ``hidden_states`` are one-hot vectors of the
+    lowercased token (4096 dims, hashed); ``generate`` returns the first sentence of the
+    first source (or ``empty_for`` -> ""). Counts calls in ``generated`` / ``scored``.
+    """
+
+    name = "fake-lm"
+    fingerprint = "f" * 64
+    num_layers = 4
+    max_length = 10**6
+
+    def __init__(self, empty_for=()):
+        from collections import Counter
+
+        self.loaded = self
+        self.generated = Counter()
+        self.scored = 0
+        self.empty_for = set(empty_for)
+
+    @staticmethod
+    def tokens(text):
+        import re
+
+        import numpy as np
+
+        found = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+        return np.asarray(found, dtype=np.int64).reshape(-1, 2)
+
+    def generate(self, query, sources, *, max_new_tokens=64):
+        from tokenshapley_rag._segment import split_sentences
+
+        self.generated[(query, sources[0].id, sources[0].text[:20])] += 1
+        if any(s.id in self.empty_for for s in sources) or query in self.empty_for:
+            return ""
+        a, b = split_sentences(sources[0].text)[0]
+        return sources[0].text[a:b]
+
+    def prompt(self, query, sources):
+        import numpy as np
+
+        from tokenshapley_rag.eval._lm import PromptTokens
+
+        text = f"Q: {query}\n"
+        starts = []
+        for s in sources:
+            text += f"Passage {s.id}: "
+            starts.append(len(text))
+            text += s.text + "\n"
+        offs = self.tokens(text)
+        return PromptTokens(text, np.arange(len(offs), dtype=np.int64), offs, tuple(starts))
+
+    def _vocab(self, sources):
+        return {s.text[a:b].lower() for s in sources for a, b in self.tokens(s.text)}
+
+    def score_response(self, query, sources, response):
+        import numpy as np
+
+        from tokenshapley_rag.eval._lm import ResponseScores
+
+        self.scored += 1
+        vocab = self._vocab(sources)
+        offs = self.tokens(response)
+        lp = np.array([-0.1 if response[a:b].lower() in vocab else -3.0 for a, b in offs])
+        return ResponseScores(lp, lp - np.log(-np.expm1(lp)), offs)
+
+    @staticmethod
+    def _onehot(words):
+        import hashlib
+
+        import numpy as np
+
+        out = np.zeros((len(words), 4096))
+        for i, w in enumerate(words):
+            out[i, int(hashlib.sha256(w.lower().encode()).hexdigest(), 16) % 4096] = 1.0
+        return out
+
+    def hidden_states(self, query, sources, response, layer):
+        prompt = self.prompt(query, sources)
+        roffs = self.tokens(response)
+        ph = self._onehot([prompt.text[a:b] for a, b in prompt.offsets])
+        rh = self._onehot([response[a:b] for a, b in roffs])
+        return prompt, ph, rh, roffs
+
+
+@pytest.fixture
+def fake_lm():
+    return FakeLM()
+
+
+@pytest.fixture
+def fake_lm_cls():
+    return FakeLM

@@ -7,7 +7,11 @@ argmax per span (ties -> first source) and compares it with the gold source.
 
 Baselines here: :class:`LexicalAttributor` (exact substring first, then IDF-weighted word
 overlap), :class:`ExactMatchAttributor` (verbatim substring only) and
-:class:`RandomAttributor`. Model-based attributors implement the same protocol elsewhere.
+:class:`RandomAttributor`. Each also implements the sentence-level protocol
+(:class:`~tokenshapley_rag.eval._sentences.SentenceAttributor`: ``score_sentences(query,
+sources, response, sentences)``) used by NQ, CNN/DM and WiCE. The model-based baselines
+(HidSim, EmbSim, ContextCite) live in :mod:`tokenshapley_rag._model_baselines`;
+:func:`make_baseline` builds any of them by name.
 
 Words are lowercase ``\\w+`` tokens (Python ``re`` with Unicode ``\\w``): ``"Hot-in Herre's"``
 gives ``["hot", "in", "herre", "s"]``.
@@ -21,25 +25,32 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.eval._data import AttributionExample
+from tokenshapley_rag.eval._sentences import SentenceScores, SentenceUnit
 
 __all__ = [
     "BASELINE_NAMES",
+    "MODEL_BASELINE_NAMES",
     "ExactMatchAttributor",
     "LexicalAttributor",
     "RandomAttributor",
     "SpanAttributor",
+    "longest_common_run",
     "make_baseline",
     "words",
 ]
 
-#: Names accepted by :func:`make_baseline`.
+#: Model-free baselines (cheap; no model is loaded).
 BASELINE_NAMES: tuple[str, ...] = ("lexical", "exact", "random")
+#: Model-based baselines of :mod:`tokenshapley_rag._model_baselines` (load a model when built).
+MODEL_BASELINE_NAMES: tuple[str, ...] = ("hidsim", "embsim", "contextcite")
 
 _WORD = re.compile(r"\w+")
 
@@ -95,6 +106,40 @@ def _check_example(example: AttributionExample) -> None:
 
 def _contains(hay: str, needle: str, case_sensitive: bool) -> bool:
     return needle in hay if case_sensitive else needle.lower() in hay.lower()
+
+
+def _idf_overlap(query_words: list[str], docs: list[frozenset[str]]) -> np.ndarray:
+    """IDF-weighted share of ``query_words`` (distinct) found in each doc, IDF over ``docs``."""
+    n = len(docs)
+    df = Counter(w for ws in docs for w in ws)
+    qw = list(dict.fromkeys(query_words))
+    weights = {w: math.log((1 + n) / (1 + df.get(w, 0))) + 1.0 for w in qw}
+    total = sum(weights.values())
+    out = np.zeros(n, dtype=np.float64)
+    if total:
+        for j, ws in enumerate(docs):
+            out[j] = sum(weights[w] for w in qw if w in ws) / total
+    return out
+
+
+def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest run of consecutive items shared by ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> longest_common_run(["the", "tower", "is", "tall"], ["a", "tower", "is", "old"])
+    2
+    """
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, start=1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +198,19 @@ class LexicalAttributor:
                 out[i, j] = exact + overlap
         return out
 
+    def score_sentences(
+        self, query: str, sources: Sequence[Source], response: str, sentences: Sequence[SentenceUnit]
+    ) -> SentenceScores:
+        """Per candidate sentence: ``2 * verbatim(response) + overlap(response words)``.
+
+        The same rule as for spans with the whole response as the span and the candidate
+        sentences as the documents (IDF over the candidates).
+        """
+        docs = [frozenset(words(u.text)) for u in sentences]
+        overlap = _idf_overlap(words(response), docs)
+        exact = np.array([2.0 if _contains(u.text, response, self.case_sensitive) else 0.0 for u in sentences])
+        return SentenceScores(exact + overlap if len(sentences) else np.zeros(0))
+
 
 @dataclass(frozen=True, slots=True)
 class ExactMatchAttributor:
@@ -187,6 +245,20 @@ class ExactMatchAttributor:
             ],
             dtype=np.float64,
         ).reshape(len(example.spans), len(example.sources))
+
+    def score_sentences(
+        self, query: str, sources: Sequence[Source], response: str, sentences: Sequence[SentenceUnit]
+    ) -> SentenceScores:
+        """Per candidate sentence: the longest run of consecutive response words it contains.
+
+        The sentence-level analogue of "verbatim substring": words are lowercase ``\\w+``
+        tokens (case-sensitive words with ``case_sensitive=True``), and the score is the
+        length in words of the longest word sequence shared by the response and the
+        sentence (0 when they share no word).
+        """
+        split = (lambda t: re.findall(r"\w+", t)) if self.case_sensitive else words
+        resp = split(response)
+        return SentenceScores(np.array([float(longest_common_run(resp, split(u.text))) for u in sentences]))
 
 
 def _key(text: str) -> int:
@@ -236,15 +308,32 @@ class RandomAttributor:
             rng = np.random.default_rng([int(self.seed), _key(example.id), _key(order)])
         return rng.random((len(example.spans), len(example.sources)))
 
+    def score_sentences(
+        self, query: str, sources: Sequence[Source], response: str, sentences: Sequence[SentenceUnit]
+    ) -> SentenceScores:
+        """Uniform [0, 1) per sentence; with an int seed they depend only on (seed,
+        response, candidate list)."""
+        if isinstance(self.seed, np.random.Generator):
+            rng = self.seed
+        else:
+            cands = "\x1f".join(f"{u.source_id}:{u.start}:{u.end}" for u in sentences)
+            rng = np.random.default_rng([int(self.seed), _key(response), _key(cands)])
+        return SentenceScores(rng.random(len(sentences)))
 
-def make_baseline(name: str, *, seed: int = 0) -> SpanAttributor:
-    """Build a baseline by name: ``"lexical"``, ``"exact"`` or ``"random"``.
+
+def make_baseline(name: str, *, seed: int = 0, beta: int = 8, loaded: Any = None) -> SpanAttributor:
+    """Build a baseline by name.
 
     Parameters
     ----------
-    name : {"lexical", "exact", "random"}
+    name : {"lexical", "exact", "random", "hidsim", "embsim", "contextcite"}
     seed : int, default=0
         Used by ``"random"`` only.
+    beta : int, default=8
+        Number of ablations of ``"contextcite"``.
+    loaded : LoadedModel, ResponseLM or None
+        The causal LM of ``"hidsim"`` and ``"contextcite"`` (None loads the default
+        SmolLM2). ``"embsim"`` always uses the bundled all-MiniLM-L6-v2.
 
     Examples
     --------
@@ -257,4 +346,14 @@ def make_baseline(name: str, *, seed: int = 0) -> SpanAttributor:
         return ExactMatchAttributor()
     if name == "random":
         return RandomAttributor(seed=seed)
-    raise InvalidInputError(f"unknown baseline {name!r}; expected one of {list(BASELINE_NAMES)}")
+    if name in MODEL_BASELINE_NAMES:
+        from tokenshapley_rag import _model_baselines as mb
+
+        if name == "hidsim":
+            return mb.HidSimAttributor(loaded)
+        if name == "embsim":
+            return mb.EmbSimAttributor()
+        return mb.ContextCiteAttributor(loaded, beta=beta)
+    raise InvalidInputError(
+        f"unknown baseline {name!r}; expected one of {list(BASELINE_NAMES + MODEL_BASELINE_NAMES)}"
+    )

@@ -93,9 +93,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from tokenshapley_rag.eval._cli import run_eval
-    from tokenshapley_rag.eval._methods import make_attributor
+    from tokenshapley_rag.eval._methods import make_attributor, make_response_lm
 
-    return run_eval(args, make_attributor)
+    return run_eval(args, make_attributor, make_response_lm)
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:

@@ -1,34 +1,90 @@
-"""Span attributors for evaluation: TokenShapley itself, and the factory the CLI uses."""
+"""Attributors for evaluation: TokenShapley itself, and the factories the CLI uses."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag._attribution import TokenShapley
-from tokenshapley_rag._baselines import BASELINE_NAMES, SpanAttributor, make_baseline
-from tokenshapley_rag.errors import InvalidInputError
+from tokenshapley_rag._attribution import AttributionResult, TokenShapley
+from tokenshapley_rag._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
+from tokenshapley_rag._types import Source
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.eval._data import AttributionExample
+from tokenshapley_rag.eval._sentences import SentenceScores, SentenceUnit, assign_to_units
 
-__all__ = ["TokenShapleyAttributor", "make_attributor", "METHOD_NAMES"]
+__all__ = [
+    "METHOD_NAMES",
+    "TokenShapleyAttributor",
+    "keyword_support_mean",
+    "keyword_support_min",
+    "make_attributor",
+    "make_response_lm",
+]
 
-METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES)
+METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELINE_NAMES)
+
+
+def _supports(result: AttributionResult) -> list[float]:
+    if not isinstance(result, AttributionResult):
+        raise InvalidInputTypeError(f"result must be an AttributionResult, got {type(result).__name__}")
+    return [float(c.support) for c in result.citations]
+
+
+def keyword_support_min(result: AttributionResult) -> float:
+    """Per-claim support of a response: the *least* supported keyword's ``support``.
+
+    ``min(c.support for c in result.citations)`` (:attr:`KeywordCitation.support`, the best
+    source sentence's summed Shapley value per keyword token); 0.0 when the response has no
+    citable keyword. A claim is only as supported as its weakest keyword, so this is the
+    strict variant; :func:`keyword_support_mean` is the lenient one. Both are reported on
+    WiCE (``label_separation``) while the definition of ``supported`` is being redesigned.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> r = AttributionResult(query="", response="", sources=[], citations=[NS(support=0.9), NS(support=0.1)],
+    ...                        source_scores={}, sentence_scores=[], tokens=None)
+    >>> keyword_support_min(r), keyword_support_mean(r)
+    (0.1, 0.5)
+    """
+    s = _supports(result)
+    return min(s) if s else 0.0
+
+
+def keyword_support_mean(result: AttributionResult) -> float:
+    """Per-claim support of a response: the mean ``support`` over its keyword citations.
+
+    0.0 when the response has no citable keyword. See :func:`keyword_support_min`.
+    """
+    s = _supports(result)
+    return float(np.mean(s)) if s else 0.0
 
 
 class TokenShapleyAttributor:
-    """Scores each gold span by the summed Shapley values of the answer tokens that overlap
-    it, per source (:meth:`AttributionResult.span_scores`).
+    """TokenShapley behind both evaluation protocols.
 
-    The whole gold answer is attributed once (teacher-forced, as the paper's protocol);
-    the datastore of repeated sources comes from the sentence cache.
+    * Spans: each gold span scores the summed Shapley values of the answer tokens that
+      overlap it, per source (:meth:`AttributionResult.span_scores`). The whole gold answer
+      is attributed once (teacher-forced, as the paper's protocol).
+    * Sentences: ``AttributionResult.sentence_scores`` (the whole answer's summed Shapley
+      values per source sentence) mapped onto the shared candidates
+      (:func:`~tokenshapley_rag.eval._sentences.assign_to_units`); support scores
+      ``keyword_support_min`` and ``keyword_support_mean``.
+
+    The datastore of repeated sources comes from the sentence cache.
     """
 
     name = "tokenshapley"
 
     def __init__(self, ts: TokenShapley) -> None:
         self.ts = ts
+
+    @property
+    def loaded(self) -> Any:
+        return self.ts.loaded
 
     @property
     def config(self) -> dict[str, Any]:
@@ -43,11 +99,39 @@ class TokenShapleyAttributor:
             rows.append([per_source[i] for i in ids])
         return np.asarray(rows, dtype=np.float64).reshape(len(example.spans), len(ids))
 
+    def score_sentences(
+        self, query: str, sources: Sequence[Source], response: str, sentences: Sequence[SentenceUnit]
+    ) -> SentenceScores:
+        res = self.ts.attribute(query=query, sources=list(sources), response=response)
+        scores = assign_to_units(
+            sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.score) for s in res.sentence_scores)
+        )
+        return SentenceScores(
+            scores,
+            {"keyword_support_min": keyword_support_min(res), "keyword_support_mean": keyword_support_mean(res)},
+        )
+
+
+def _loaded_of(attributor: Any) -> Any:
+    loaded = getattr(attributor, "loaded", None)
+    return loaded if hasattr(loaded, "fingerprint") else None
+
 
 def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor:
-    """Build the method named on the command line (``--method``)."""
+    """Build the method named on the command line (``--method``).
+
+    ``hidsim`` and ``contextcite`` load ``--model`` (default: the embedded SmolLM2) from
+    ``--cache-dir``; ``contextcite`` uses ``--beta`` ablations.
+    """
     if name in BASELINE_NAMES:
         return make_baseline(name)
+    if name in MODEL_BASELINE_NAMES:
+        loaded = None
+        if name != "embsim":
+            from tokenshapley_rag._models import load_causal_lm
+
+            loaded = load_causal_lm(getattr(args, "model", None), cache_dir=getattr(args, "cache_dir", None))
+        return make_baseline(name, beta=int(getattr(args, "beta", 8) or 8), loaded=loaded)
     if name == "tokenshapley":
         # Only the options given on the command line; TokenShapley's own defaults otherwise.
         options = {
@@ -58,3 +142,21 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         ts = TokenShapley(**options)
         return TokenShapleyAttributor(ts)
     raise InvalidInputError(f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}")
+
+
+def make_response_lm(args: argparse.Namespace | Any, attributor: Any = None) -> Any:
+    """The :class:`~tokenshapley_rag.eval._lm.ResponseLM` that generates and scores responses.
+
+    ``--generator`` (default None: the embedded SmolLM2-135M-Instruct, the project's
+    default model) from ``--cache-dir``. When the attributor already holds that same model
+    (same name), it is shared instead of loaded twice.
+    """
+    from tokenshapley_rag._models import DEFAULT_MODEL, load_causal_lm
+    from tokenshapley_rag.eval._lm import ResponseLM
+
+    spec = getattr(args, "generator", None)
+    own = _loaded_of(attributor)
+    want = DEFAULT_MODEL if spec is None else str(spec)
+    if own is not None and own.name == want:
+        return ResponseLM(own)
+    return ResponseLM(load_causal_lm(spec, cache_dir=getattr(args, "cache_dir", None)))
