@@ -58,10 +58,12 @@ _KEYWORD = re.compile(
     rf"(?:[$€£¥₹]\s?)?{_NUMBER}{_UNIT}"
     r")"
     r"|(?P<name>"
-    r"[A-Z\u00C0-\u00DE][\w'’\-]*(?:\.(?=\s[A-Z]))?"
+    # A period continues a name only after an initial or a short abbreviation ("J. R.",
+    # "St. Louis"), never after a whole word: "France. It" is two sentences.
+    r"[A-Z\u00C0-\u00DE](?:[\w'’\-]{0,2}\.(?=\s[A-Z])|[\w'’\-]*)"
     r"(?:\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
     rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
-    r"[A-Z\u00C0-\u00DE][\w'’\-]*(?:\.(?=\s[A-Z]))?)*"
+    r"[A-Z\u00C0-\u00DE](?:[\w'’\-]{0,2}\.(?=\s[A-Z])|[\w'’\-]*))*"
     r")"
     r"|(?P<word>\w+(?:['’\-]\w+)*)"
 )

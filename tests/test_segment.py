@@ -1,0 +1,44 @@
+"""Keyword segmentation and token-to-word mapping (no model)."""
+
+from tokenshapley_rag._segment import find_keywords, token_words
+
+
+def _citable(text):
+    return [(k.text, k.kind) for k in find_keywords(text) if k.citable]
+
+
+def test_a_name_does_not_run_across_a_sentence_end():
+    assert _citable("It is in Paris, France. It was named after Gustave Eiffel.") == [
+        ("Paris", "name"),
+        ("France", "name"),
+        ("named", "word"),
+        ("Gustave Eiffel", "name"),
+    ]
+
+
+def test_initials_and_abbreviations_stay_in_the_name():
+    assert _citable("J. R. R. Tolkien lived in St. Louis. Dr. Who met Mr. Smith.") == [
+        ("J. R. R. Tolkien", "name"),
+        ("lived", "word"),
+        ("St. Louis", "name"),
+        ("Dr. Who", "name"),
+        ("met", "word"),
+        ("Mr. Smith", "name"),
+    ]
+
+
+def test_dates_numbers_and_names():
+    assert _citable("In June 5, 2021 the Bank of America paid $3.5 million.") == [
+        ("June 5, 2021", "date"),
+        ("Bank of America", "name"),
+        ("paid", "word"),
+        ("$3.5 million", "number"),
+    ]
+
+
+def test_token_words_maps_digit_tokens_to_their_number():
+    text = "Built in 2011, it is 330 m."
+    offsets = [(0, 5), (5, 8), (8, 10), (10, 11), (11, 12), (12, 13), (13, 14), (14, 17), (17, 20), (20, 22), (22, 23), (23, 24), (24, 26), (26, 27)]
+    assert token_words(text, offsets) == [
+        "built", "in", "2011", "2011", "2011", "2011", ",", "it", "is", "330", "330", "330", "m", ".",
+    ]
