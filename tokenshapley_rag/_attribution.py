@@ -550,16 +550,10 @@ class TokenShapley:
         holds a token that matches each answer token."""
         n_tok = len(resp.ids)
         out = np.zeros((n_tok, len(store.sentences)))
-        carries = np.zeros((n_tok, len(store.sentences)), dtype=bool)
         if store.size == 0 or n_tok == 0:
-            return out, carries
+            return out, np.zeros((n_tok, len(store.sentences)), dtype=bool)
         classes = self._token_classes(resp.ids, response, resp.offsets)
-        order = np.argsort(store.token_class, kind="stable")
-        sorted_cls = store.token_class[order]
-        lo = np.searchsorted(sorted_cls, classes, side="left")
-        hi = np.searchsorted(sorted_cls, classes, side="right")
-        for t in range(n_tok):
-            carries[t, store.sentence_of[order[lo[t] : hi[t]]]] = True
+        carries = store.sentences_holding(classes)
         d2, idx = self._candidates(store, queries, classes)
         d2 = d2.astype(np.float64)
         gamma = self.gamma

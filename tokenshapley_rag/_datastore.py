@@ -200,6 +200,9 @@ class Datastore:
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
             self.sentence_of
         ] if self.size else np.zeros(0, np.int64)
+        # Entries grouped by token class (computed once): a class's members are one slice.
+        self._class_order = np.argsort(self.token_class, kind="stable")
+        self._sorted_class = self.token_class[self._class_order]
         self.index = faiss.IndexFlatL2(self.keys.shape[1]) if hidden else None
         if self.index is not None and self.size:
             self.index.add(np.ascontiguousarray(self.keys))
@@ -214,19 +217,29 @@ class Datastore:
         d2, idx = self.index.search(q, m)
         return np.maximum(d2, 0.0), idx.astype(np.int64)
 
+    def members_of_class(self, cls: int) -> np.ndarray:
+        """Indices of the entries whose token class is ``cls`` (ascending)."""
+        lo, hi = np.searchsorted(self._sorted_class, [cls, cls + 1])
+        return self._class_order[lo:hi]
+
+    def sentences_holding(self, classes: np.ndarray) -> np.ndarray:
+        """``(len(classes), n_sentences)`` bool: whether each sentence holds an entry of
+        each class."""
+        out = np.zeros((len(classes), len(self.sentences)), dtype=bool)
+        for t, c in enumerate(classes.tolist()):
+            out[t, self.sentence_of[self.members_of_class(c)]] = True
+        return out
+
     def nearest_of_class(self, queries: np.ndarray, classes: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
         """For each query, the ``m`` nearest entries whose token class equals ``classes[t]``
         (fewer when the datastore has fewer; padded with index -1 and distance inf)."""
         t = queries.shape[0]
         d2_out = np.full((t, m), np.inf, dtype=np.float32)
         idx_out = np.full((t, m), -1, dtype=np.int64)
-        order = np.argsort(self.token_class, kind="stable")
-        sorted_cls = self.token_class[order]
         for c in np.unique(classes):
-            lo, hi = np.searchsorted(sorted_cls, [c, c + 1])
-            if lo == hi:
+            members = self.members_of_class(c)
+            if len(members) == 0:
                 continue
-            members = order[lo:hi]
             rows = np.flatnonzero(classes == c)
             diff = queries[rows][:, None, :] - self.keys[members][None, :, :]
             d2 = np.einsum("tmd,tmd->tm", diff, diff)
