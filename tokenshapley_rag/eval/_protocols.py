@@ -187,6 +187,16 @@ def label_separation(scores: Sequence[float], labels: Sequence[str]) -> dict[str
     }
 
 
+def _split_skipped(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], dict[str, int]]:
+    """The rows that were scored, and how many were skipped for each reason."""
+    kept = [r for r in rows if "skipped" not in r]
+    skipped: dict[str, int] = {}
+    for r in rows:
+        if "skipped" in r:
+            skipped[r["skipped"]] = skipped.get(r["skipped"], 0) + 1
+    return kept, skipped
+
+
 # --------------------------------------------------------------------------- ranking (nq, wice)
 
 
@@ -291,11 +301,7 @@ def run_ranking_eval(
     rows, n_resumed, path = _iterate(
         examples, header, compute, resume_path=resume_path, progress=progress, desc=f"{dataset_name}/{name}", postfix=postfix
     )
-    kept = [r for r in rows if "skipped" not in r]
-    skipped: dict[str, int] = {}
-    for r in rows:
-        if "skipped" in r:
-            skipped[r["skipped"]] = skipped.get(r["skipped"], 0) + 1
+    kept, skipped = _split_skipped(rows)
     by_k = ranking_metrics([r["ranking"] for r in kept], [r["gold"] for r in kept], ks=RANKING_KS) if kept else {}
     metrics: dict[str, Any] = {}
     if by_k:
@@ -458,11 +464,7 @@ def run_ablation_eval(
     rows, n_resumed, path = _iterate(
         examples, header, compute, resume_path=resume_path, progress=progress, desc=f"cnndm/{name}", postfix=postfix
     )
-    kept = [r for r in rows if "skipped" not in r]
-    skipped: dict[str, int] = {}
-    for r in rows:
-        if "skipped" in r:
-            skipped[r["skipped"]] = skipped.get(r["skipped"], 0) + 1
+    kept, skipped = _split_skipped(rows)
     drop: dict[str, float | None] = {}
     drop_tok: dict[str, float | None] = {}
     for k in ks:
