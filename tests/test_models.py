@@ -309,7 +309,7 @@ def test_concurrent_conversion_uses_the_winners_copy(
 # ---------------------------------------------------------------------------------
 
 
-def _tiny_pair(vocab_size: int = 16) -> tuple[Any, Any]:
+def _tiny_pair(vocab_size: int = 16, *, tied: bool = False) -> tuple[Any, Any]:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -321,6 +321,7 @@ def _tiny_pair(vocab_size: int = 16) -> tuple[Any, Any]:
     config = LlamaConfig(
         vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+        tie_word_embeddings=tied,
     )
     return LlamaForCausalLM(config), tok
 
@@ -585,3 +586,61 @@ def test_two_concurrent_conversions_share_one_copy(
     assert names == [results[0].path.name]
     if os.name == "posix":  # the lock makes the second wait and reuse the first's copy
         assert len(calls) == 1
+
+
+def _saved_tied_checkpoint(directory: Path) -> Path:
+    model, tok = _tiny_pair(tied=True)
+    model.save_pretrained(directory)  # the tied output layer is not written out
+    tok.save_pretrained(directory)
+    return directory
+
+
+def test_concurrent_loads_leave_weight_tying_intact(tmp_path: Path) -> None:
+    # transformers' from_pretrained swaps PreTrainedModel.tie_weights for a no-op while
+    # it builds a model; two unserialised loads in two threads restored it in the wrong
+    # order (reproduced within 3 rounds), and every later tied model then kept its
+    # output layer on the meta device.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformers import PreTrainedModel
+
+    ckpt = _saved_tied_checkpoint(tmp_path / "tied")
+    genuine = PreTrainedModel.tie_weights
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in range(8):
+            loaded = list(pool.map(lambda _: load_causal_lm(ckpt, cache_dir=tmp_path), range(2)))
+            assert PreTrainedModel.tie_weights is genuine
+            for lm in loaded:
+                emb = lm.model.get_input_embeddings().weight
+                assert lm.model.get_output_embeddings().weight is emb
+
+
+def test_output_layer_left_on_meta_by_another_thread_is_tied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a load in a user's thread (outside our lock) can do to ours: tying is off.
+    from transformers import PreTrainedModel
+
+    ckpt = _saved_tied_checkpoint(tmp_path / "tied")
+    reference = load_causal_lm(ckpt, cache_dir=tmp_path).model
+    monkeypatch.setattr(PreTrainedModel, "tie_weights", lambda self, *a, **k: None)
+    lm = load_causal_lm(ckpt, cache_dir=tmp_path).model
+    assert not any(p.is_meta for p in lm.parameters())
+    assert lm.get_output_embeddings().weight is lm.get_input_embeddings().weight
+    ids = torch.tensor([[1, 2, 3]])
+    torch.testing.assert_close(lm(input_ids=ids).logits, reference(input_ids=ids).logits)
+
+
+def test_weights_missing_from_a_checkpoint_are_an_error(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    model, tok = _tiny_pair()
+    ckpt = tmp_path / "untied"
+    model.save_pretrained(ckpt)
+    tok.save_pretrained(ckpt)
+    weights = load_file(ckpt / "model.safetensors")
+    del weights["lm_head.weight"]
+    save_file(weights, ckpt / "model.safetensors", metadata={"format": "pt"})
+    # transformers would fill it with random values and only log a warning.
+    with pytest.raises(ModelLoadError, match="lacks weights.*lm_head.weight"):
+        load_causal_lm(ckpt, cache_dir=tmp_path)

@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -93,6 +94,14 @@ _SMOKE_TEXT = "Hello world"
 _FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt", ".tiktoken")
 _FINGERPRINT_SKIP = frozenset({_MARKER})
 _TRUTHY = frozenset({"1", "on", "yes", "true", "y", "t"})
+
+# transformers builds models inside context managers that patch *class attributes*
+# for the whole process (``PreTrainedModel.tie_weights`` becomes a no-op, see
+# ``transformers.initialization.no_tie_weights``). Two loads overlapping in two
+# threads restore those attributes in the wrong order and leave ``tie_weights``
+# disabled for good: every later model with tied embeddings then keeps its output
+# layer on the meta device. Every model construction here holds this lock.
+_CONSTRUCTION_LOCK = threading.RLock()
 
 
 def default_cache_dir() -> Path:
@@ -280,11 +289,7 @@ def load_causal_lm(
     _check_fast_tokenizer(tok, name)
 
     # --- device, dtype, inference mode -------------------------------------------
-    if any(p.is_meta for p in lm.parameters()):
-        # Seen intermittently in long test sessions: a tied output embedding (absent
-        # from the checkpoint by design) left on the meta device. Re-tie it from the
-        # loaded input embedding; anything still on meta is a real load failure.
-        lm.tie_weights()
+    _tie_output_embeddings_if_missing(lm, name)
     try:
         lm = lm.to(device=torch_device, dtype=dtype)
     except (RuntimeError, ValueError, TypeError) as e:
@@ -419,13 +424,27 @@ def _from_pretrained(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        lm = AutoModelForCausalLM.from_pretrained(
-            source, dtype=dtype, local_files_only=local_only
-        )
+        with _CONSTRUCTION_LOCK:
+            lm, info = AutoModelForCausalLM.from_pretrained(
+                source, dtype=dtype, local_files_only=local_only, output_loading_info=True
+            )
     except Exception as e:  # noqa: BLE001 - transformers raises many unrelated types
         raise ModelLoadError(
             f"could not load a causal language model from {name!r}: {_short(e)}"
         ) from e
+    # transformers fills weights absent from the checkpoint with random values and
+    # only logs it; attributions from such a model would be noise. (A weight left on
+    # the meta device instead is an untied output layer: load_causal_lm ties it.)
+    params = dict(lm.named_parameters(remove_duplicate=False))
+    missing = sorted(
+        k for k in info.get("missing_keys", ()) if not (k in params and params[k].is_meta)
+    ) + sorted(map(str, info.get("mismatched_keys", ())))
+    if missing:
+        shown = ", ".join(map(str, missing[:3])) + (", ..." if len(missing) > 3 else "")
+        raise ModelLoadError(
+            f"the checkpoint {name!r} lacks weights the model needs ({shown}): it is "
+            "incomplete or belongs to another architecture"
+        )
     try:
         tok = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
     except Exception as e:  # noqa: BLE001
@@ -564,9 +583,13 @@ def _load_gguf(gguf_path: Path) -> tuple[Any, Any]:
         tok = AutoTokenizer.from_pretrained(
             gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True
         )
-        lm = AutoModelForCausalLM.from_pretrained(
-            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
-        )
+        with _CONSTRUCTION_LOCK:
+            lm = AutoModelForCausalLM.from_pretrained(
+                gguf_path.parent,
+                gguf_file=gguf_path.name,
+                dtype=torch.float32,
+                local_files_only=True,
+            )
     except Exception as e:  # noqa: BLE001
         raise ModelLoadError(
             f"transformers could not load the GGUF file {gguf_path}: {_short(e)}"
@@ -667,7 +690,8 @@ def _convert(source: _GgufSource, final: Path) -> None:
             if hasattr(config, "quantization_config"):
                 del config.quantization_config
             config._name_or_path = source.name
-            plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+            with _CONSTRUCTION_LOCK:
+                plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
             plain.load_state_dict(gguf_lm.state_dict(), strict=True)
         plain.save_pretrained(out, safe_serialization=True)
         tok.save_pretrained(out)
@@ -714,7 +738,10 @@ def _verify_conversion(gguf_lm: Any, tok: Any, out: Path, name: str) -> None:
     """Check that the saved copy reproduces the GGUF model's logits."""
     from transformers import AutoModelForCausalLM
 
-    copy_lm = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, local_files_only=True)
+    with _CONSTRUCTION_LOCK:
+        copy_lm = AutoModelForCausalLM.from_pretrained(
+            out, dtype=torch.float32, local_files_only=True
+        )
     copy_lm.eval()
     gguf_lm.eval()
     ids = tok(_PROBE_TEXT, return_tensors="pt")["input_ids"]
@@ -950,6 +977,39 @@ def _check_fast_tokenizer(tok: Any, name: str) -> None:
         ) from e
     if not ok:
         raise ModelLoadError(f"the tokenizer of {name!r} returned no offsets for 'Hello world'")
+
+
+def _tie_output_embeddings_if_missing(lm: Any, name: str) -> None:
+    """Tie a meta-device output layer to the input embedding, or fail clearly.
+
+    Our own loads are serialised (``_CONSTRUCTION_LOCK``), but a ``from_pretrained``
+    running in another thread of the user's process can still leave transformers'
+    weight tying switched off while ours runs: the output layer of a tied model,
+    absent from its checkpoint by design, then stays on the meta device.
+    """
+    if not any(p.is_meta for p in lm.parameters()):
+        return
+    out, inp = lm.get_output_embeddings(), lm.get_input_embeddings()
+    tied = bool(getattr(_text_config(lm), "tie_word_embeddings", False)) or bool(
+        getattr(lm.config, "tie_word_embeddings", False)
+    )
+    if (
+        tied
+        and out is not None
+        and inp is not None
+        and out.weight.is_meta
+        and not inp.weight.is_meta
+        and tuple(out.weight.shape) == tuple(inp.weight.shape)
+    ):
+        out.weight = inp.weight
+    missing = [n for n, p in lm.named_parameters() if p.is_meta]
+    if missing:
+        raise ModelLoadError(
+            f"model {name!r} has parameters without data after loading "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); the "
+            "checkpoint lacks them, or another thread was loading a model at the same "
+            "time (transformers' from_pretrained is not thread-safe)"
+        )
 
 
 def _text_config(lm: Any) -> Any:
