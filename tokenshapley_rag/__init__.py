@@ -2,7 +2,8 @@
 
 from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
 from tokenshapley_rag._render import render_html, render_markdown
-from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
+from tokenshapley_rag._stream import AttributionStream
+from tokenshapley_rag._types import KeywordCitation, SentenceCitations, SentenceScore, Source, SourceAttribution
 from tokenshapley_rag.errors import (
     DuplicateSourceIdError,
     EmptyTextError,
@@ -10,6 +11,7 @@ from tokenshapley_rag.errors import (
     InvalidInputTypeError,
     ModelLoadError,
     ModelNotFoundError,
+    StreamStateError,
     TextTooLongError,
     TokenShapleyError,
 )
@@ -19,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttributionResult",
+    "AttributionStream",
     "TokenScores",
     "TokenShapley",
     "context_scores",
@@ -32,9 +35,11 @@ __all__ = [
     "KeywordCitation",
     "ModelLoadError",
     "ModelNotFoundError",
+    "SentenceCitations",
     "SentenceScore",
     "Source",
     "SourceAttribution",
+    "StreamStateError",
     "TextTooLongError",
     "TokenShapleyError",
     "knn_shapley",

@@ -7,7 +7,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from tokenshapley_rag.errors import (
     InvalidInputTypeError,
 )
 from tokenshapley_rag.shapley import knn_shapley_batch
+
+if TYPE_CHECKING:
+    from tokenshapley_rag._stream import AttributionStream
 
 __all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources", "context_scores", "context_weights"]
 
@@ -290,8 +293,9 @@ class TokenShapley:
     m : int, default=10
         Candidates per answer token whose Shapley values are computed (the paper's M).
     gamma : float or "auto", default="auto"
-        RBF width in ``s = exp(-gamma * d^2)``. "auto" uses ``1 / median(d^2)`` over the
-        retrieved neighbours of the answer. Similarities are computed as
+        RBF width in ``s = exp(-gamma * d^2)``. "auto" uses ``1 / median(d^2)`` over each
+        answer token's ``m`` candidates (with ``k=1`` only the nearest candidate's vote
+        counts, so gamma has no effect). Similarities are computed as
         ``exp(-gamma * (d^2 - d^2_nearest))``: the vote game is unchanged by a common
         positive factor, and the nearest entry gets 1, so they cannot all underflow to 0.
     match : {"normalized", "exact"}, default="normalized"
@@ -514,34 +518,67 @@ class TokenShapley:
         store = self.build_datastore(srcs)
         resp_tok = self.encoder.tokenize(response)
         queries = self.encoder.encode_response(query, resp_tok)
-        scores, carries = self._token_sentence_scores(store, response, resp_tok, queries)
-        return self._assemble(query, response, srcs, store, resp_tok, scores, carries)
+        return self._result(query, response, srcs, store, resp_tok, queries)
+
+    def stream(self, query: str = "", sources: Sequence[Any] = ()) -> AttributionStream:
+        """Attribute an answer while it streams: citations of each sentence as soon as it ends.
+
+        The sources' datastore is built here; :meth:`AttributionStream.feed` takes the
+        answer's text deltas and returns the sentences they complete, each with its keyword
+        citations, encoding only the new tokens (the query and earlier sentences stay in
+        the encoder's past keys/values). :meth:`AttributionStream.finish` ends the answer;
+        ``stream.result`` then equals ``attribute(query, sources, answer)`` (same
+        citations, scores equal up to float rounding).
+
+        Examples
+        --------
+        >>> stream = ts.stream(query="Where is the Eiffel Tower?",
+        ...                    sources=["The Eiffel Tower is in Paris.", "Big Ben is in London."])  # doctest: +SKIP
+        >>> [c.text for s in stream.feed("It is in Paris. And ") for c in s.citations]  # doctest: +SKIP
+        ['Paris']
+        >>> tail = stream.finish(); stream.result.response  # doctest: +SKIP
+        'It is in Paris. And '
+        """
+        from tokenshapley_rag._stream import AttributionStream
+
+        return AttributionStream(self, query, sources)
+
+    def _result(
+        self, query: str, response: str, sources: list[Source], store: Datastore, resp: TokenizedText, states: np.ndarray
+    ) -> AttributionResult:
+        scores, carries = self._token_sentence_scores(store, response, resp, states)
+        return self._assemble(query, response, sources, store, resp, scores, carries)
 
     def _candidates(self, store: Datastore, queries: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``m`` players of each answer token's game: squared distances and entry
+        indices, nearest first (ties: lower entry index first)."""
         m = min(self.m, store.size)
         if self.candidates == "nearest" or m < 2:
-            return store.nearest(queries, m)
-        n_match = m // 2
-        d2_a, idx_a = store.nearest_of_class(queries, classes, n_match)
-        d2_b, idx_b = store.nearest(queries, m)
-        d2 = np.empty((len(queries), m), np.float32)
-        idx = np.empty((len(queries), m), np.int64)
-        for t in range(len(queries)):
-            keep_a = idx_a[t] >= 0
-            chosen = list(idx_a[t][keep_a])
-            dist = list(d2_a[t][keep_a])
-            taken = set(chosen)
-            for d, i in zip(d2_b[t], idx_b[t]):
-                if len(chosen) == m:
-                    break
-                if i not in taken:
-                    chosen.append(i)
-                    dist.append(d)
-                    taken.add(i)
-            order = np.argsort(np.asarray(dist), kind="stable")
-            idx[t] = np.asarray(chosen)[order]
-            d2[t] = np.asarray(dist)[order]
-        return d2, idx
+            _, idx = store.nearest(queries, m)
+        else:
+            n_match = m // 2
+            _, idx_a = store.nearest_of_class(queries, classes, n_match)
+            _, idx_b = store.nearest(queries, m)
+            idx = np.empty((len(queries), m), np.int64)
+            for t in range(len(queries)):
+                chosen = [int(i) for i in idx_a[t] if i >= 0]
+                taken = set(chosen)
+                for i in idx_b[t].tolist():
+                    if len(chosen) == m:
+                        break
+                    if i not in taken:
+                        chosen.append(i)
+                        taken.add(i)
+                idx[t] = chosen
+        # Distances of the chosen entries computed again, directly: faiss's |q|^2 + |k|^2
+        # - 2 q.k loses ~1e-2 to cancellation, enough to reorder entries whose keys are
+        # equal (every sentence-initial token has the same key), and the search above
+        # mixes two ways of computing them. Equal keys must give equal distances, so the
+        # order of a game's players does not depend on rounding.
+        diff = queries[:, None, :].astype(np.float32) - store.keys[idx]
+        d2 = np.einsum("tmd,tmd->tm", diff, diff)
+        order = np.lexsort((idx, d2), axis=-1)
+        return np.take_along_axis(d2, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
     def _token_sentence_scores(
         self, store: Datastore, response: str, resp: TokenizedText, queries: np.ndarray
@@ -556,10 +593,13 @@ class TokenShapley:
         carries = store.sentences_holding(classes)
         d2, idx = self._candidates(store, queries, classes)
         d2 = d2.astype(np.float64)
-        gamma = self.gamma
-        if gamma == "auto":
-            med = float(np.median(d2))
-            gamma = 1.0 / med if med > 0 else 1.0
+        if self.gamma == "auto":
+            # Per answer token, so that a token's values do not depend on the rest of the
+            # answer (what lets a streamed sentence be attributed before the answer ends).
+            med = np.median(d2, axis=1, keepdims=True)
+            gamma = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
+        else:
+            gamma = float(self.gamma)
         sims = np.exp(-gamma * (d2 - d2[:, :1]))
         matches = store.token_class[idx] == classes[:, None]
         phi = knn_shapley_batch(sims, matches, self.k)

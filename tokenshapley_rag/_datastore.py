@@ -195,6 +195,7 @@ class Datastore:
             else np.zeros((0, hidden), dtype=np.float32)
         )
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
+        _share_prefix_keys(self.keys, [e.ids for e in entries])
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -248,3 +249,27 @@ class Datastore:
             d2_out[rows, :take] = np.take_along_axis(d2, part, axis=1)
             idx_out[rows, :take] = members[part]
         return d2_out, idx_out
+
+
+def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> None:
+    """Give entries whose sentences start with the same tokens one and the same key.
+
+    A key depends only on its sentence's tokens before it, so such entries have equal
+    keys by definition (every sentence-initial token shares the BOS state). Encoded in
+    different batches, or rebuilt after a cache loss, they differ in their last bits,
+    and those bits would then decide which of two equally near entries wins a game.
+    Sentences are sorted by token sequence; each takes the keys of its predecessor for
+    the prefix they share (in place, so the representative is deterministic).
+    """
+    starts = np.concatenate([[0], np.cumsum([len(ids) for ids in sentence_ids])]).astype(np.int64)
+    order = sorted(range(len(sentence_ids)), key=lambda i: (sentence_ids[i].tolist(), i))
+    for prev, cur in zip(order, order[1:]):
+        a, b = sentence_ids[prev], sentence_ids[cur]
+        n = min(len(a), len(b))
+        if n == 0:
+            continue
+        differ = np.flatnonzero(a[:n] != b[:n])
+        shared = int(differ[0]) if len(differ) else n  # tokens in common
+        # The key before token j depends on tokens [0, j): keys 0..shared are equal.
+        width = min(shared + 1, n)
+        keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]

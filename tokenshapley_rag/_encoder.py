@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -11,7 +12,7 @@ import torch
 from tokenshapley_rag._models import LoadedModel
 from tokenshapley_rag.errors import InvalidInputError, TextTooLongError
 
-__all__ = ["CausalLMEncoder", "TokenizedText"]
+__all__ = ["CausalLMEncoder", "ResponseEncoding", "TokenizedText"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +106,18 @@ class CausalLMEncoder:
 
     # ------------------------------------------------------------------ forward passes
 
-    def _states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """(batch, seq, hidden) states at ``self.layer``."""
+    def _states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: Any = None) -> torch.Tensor:
+        """(batch, seq, hidden) states at ``self.layer``. With ``cache`` (a transformers
+        ``Cache``), ``input_ids`` continue the sequence it holds and it is extended in place."""
         with self._lock, torch.inference_mode():
-            return self._states_unlocked(input_ids, attention_mask)
+            return self._states_unlocked(input_ids, attention_mask, cache)
 
-    def _states_unlocked(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def _states_unlocked(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: Any = None) -> torch.Tensor:
         model = self.loaded.model
         n = self.loaded.num_layers
+        kv = {"past_key_values": cache, "use_cache": True} if cache is not None else {"use_cache": False}
         if self._layers is None or self.layer in (0, n):
-            out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
+            out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **kv)
             return out.hidden_states[self.layer]
         captured: list[torch.Tensor] = []
         # The hook sits on a model the caller may share (e.g. with a generator in another
@@ -127,9 +130,11 @@ class CausalLMEncoder:
             captured.append(output[0] if isinstance(output, tuple) else output)
             raise _StopForward
 
+        # Stopping early also leaves the blocks above `layer` out of a cache: their keys and
+        # values are never needed, since no state above `layer` is ever read.
         handle = self._layers[self.layer - 1].register_forward_hook(hook)
         try:
-            model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+            model(input_ids=input_ids, attention_mask=attention_mask, **kv)
         except _StopForward:
             pass
         finally:
@@ -178,19 +183,93 @@ class CausalLMEncoder:
         flush()
         return [r for r in results]  # type: ignore[misc]
 
+    def _check_response_length(self, prompt: np.ndarray, n_response: int) -> None:
+        n_total = len(prompt) + n_response
+        if n_total > self.max_length:
+            raise TextTooLongError(
+                f"query + answer take {n_total} tokens ({len(prompt)} + {n_response}), over the model's "
+                f"context of {self.max_length} tokens; shorten the answer or the query"
+            )
+
     def encode_response(self, query: str, response: TokenizedText) -> np.ndarray:
         """States that predict each response token given the query and the answer so far
         (the paper's ``h(x̂_t)``): ``(n_response_tokens, hidden)`` float32."""
         prompt = self.prompt_ids(query)
-        n_total = len(prompt) + len(response.ids)
-        if n_total > self.max_length:
-            raise TextTooLongError(
-                f"query + answer take {n_total} tokens ({len(prompt)} + {len(response.ids)}), over the model's "
-                f"context of {self.max_length} tokens; shorten the answer or the query"
-            )
+        self._check_response_length(prompt, len(response.ids))
         seq = np.concatenate([prompt, response.ids[:-1]]) if len(response.ids) else prompt
         ids = torch.as_tensor(seq, dtype=torch.long)[None, :]
         mask = torch.ones_like(ids)
         states = self._states(ids.to(self.loaded.model.device), mask.to(self.loaded.model.device))
         states = states[0].float().cpu().numpy()
         return states[len(prompt) - 1 :].copy()
+
+    def response_encoding(self, query: str) -> ResponseEncoding:
+        """An encoding of an answer to ``query`` that grows as the answer streams in."""
+        return ResponseEncoding(self, query)
+
+
+class ResponseEncoding:
+    """The states of :meth:`CausalLMEncoder.encode_response` for an answer that arrives
+    in pieces: the query and the tokens seen so far are encoded once and kept as the
+    model's past keys/values, so each call encodes only the new tokens.
+
+    The states equal those of one pass over the whole answer up to float rounding (the
+    same attention computed in pieces). If the answer's tokenization changes inside
+    what was already encoded (a later piece merging with earlier text into another
+    token), the encoding starts over from the query, so it is never stale.
+
+    Not for concurrent use: one instance follows one answer.
+
+    Examples
+    --------
+    >>> enc = encoder.response_encoding("Where is the Eiffel Tower?")  # doctest: +SKIP
+    >>> enc.states(encoder.tokenize("It is in Paris.").ids).shape  # doctest: +SKIP
+    (5, 576)
+    """
+
+    def __init__(self, encoder: CausalLMEncoder, query: str) -> None:
+        self.encoder = encoder
+        self.prompt = encoder.prompt_ids(query)
+        self._fed = np.zeros(0, dtype=np.int64)  # answer tokens already in the cache
+        self._pieces: list[np.ndarray] = []  # states before answer tokens 0..len(_fed)
+        self._cache: Any = None
+        self.restarts = 0  # times the tokenization changed under us (for tests, stats)
+
+    @property
+    def n_encoded(self) -> int:
+        """Number of answer tokens whose states are known."""
+        return sum(len(p) for p in self._pieces)
+
+    def _run(self, ids: np.ndarray) -> np.ndarray:
+        device = self.encoder.loaded.model.device
+        tensor = torch.as_tensor(ids, dtype=torch.long)[None, :].to(device)
+        return self.encoder._states(tensor, None, self._cache)[0].float().cpu().numpy()
+
+    def states(self, ids: np.ndarray) -> np.ndarray:
+        """States before each of the answer tokens ``ids`` (all of them, from the first):
+        ``(len(ids), hidden)`` float32.
+
+        Raises
+        ------
+        TextTooLongError
+            Query and answer no longer fit the model's context.
+        """
+        from transformers import DynamicCache
+
+        ids = np.asarray(ids, dtype=np.int64)
+        self.encoder._check_response_length(self.prompt, len(ids))
+        need = ids[:-1]  # the state before token j is the output at token j - 1
+        common = min(len(self._fed), len(need))
+        if not np.array_equal(self._fed[:common], need[:common]):
+            self._cache, self._fed, self._pieces = None, self._fed[:0], []
+            self.restarts += 1
+        if self._cache is None:
+            self._cache = DynamicCache(config=self.encoder.loaded.model.config)
+            self._pieces = [self._run(self.prompt)[-1:].copy()]
+        new = need[len(self._fed) :]
+        if len(new):
+            self._pieces.append(self._run(new).copy())
+            self._fed = np.concatenate([self._fed, new])
+        if len(ids) == 0:
+            return np.zeros((0, self.encoder.loaded.hidden_size), dtype=np.float32)
+        return np.concatenate(self._pieces)[: len(ids)]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Source", "SourceAttribution", "KeywordCitation", "SentenceScore"]
+__all__ = ["Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,4 +129,25 @@ class SentenceScore:
             "sentence_start": int(self.sentence_start),
             "sentence_end": int(self.sentence_end),
             "score": float(self.score),
+        }
+
+
+@dataclass(frozen=True)
+class SentenceCitations:
+    """The keyword citations of one sentence of an answer, as soon as the sentence ended
+    (see :meth:`TokenShapley.stream`). Offsets are into the whole answer."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    citations: tuple[KeywordCitation, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "citations": [c.to_dict() for c in self.citations],
         }

@@ -21,6 +21,7 @@ __all__ = [
     "EmptyTextError",
     "DuplicateSourceIdError",
     "TextTooLongError",
+    "StreamStateError",
     "ModelLoadError",
     "ModelNotFoundError",
 ]
@@ -48,6 +49,11 @@ class DuplicateSourceIdError(InvalidInputError):
 
 class TextTooLongError(InvalidInputError):
     """A text does not fit the encoder's context window (the message gives the limit)."""
+
+
+class StreamStateError(TokenShapleyError, RuntimeError):
+    """An :class:`AttributionStream` was used out of order (fed after ``finish``, or its
+    ``result`` read before)."""
 
 
 class ModelLoadError(TokenShapleyError, OSError):
