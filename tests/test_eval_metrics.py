@@ -457,7 +457,7 @@ def _parse(argv):
 def test_cli_arguments_defaults_and_errors(capsys):
     a = _parse(["--dataset", "quotesum"])
     assert (a.data, a.limit, a.method, a.beta, a.json, a.order_control, a.resume) == (
-        None, None, "lexical", 8, None, True, False
+        None, None, "tokenshapley", 8, None, True, False
     )  # fmt: skip
     a = _parse(["--dataset", "kv", "--data", "/x", "--limit", "5", "--method", "exact", "--beta", "64",
                 "--json", "o.json", "--no-order-control", "--resume"])  # fmt: skip
@@ -477,7 +477,7 @@ def test_run_eval_writes_json_and_resumes(tmp_path, capsys):
         made.append((method, args.beta))
         return make_baseline(method)
 
-    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--beta", "16"])
+    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--beta", "16", "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert made == [("lexical", 16)]
     rep = json.loads(out.read_text(encoding="utf-8"))
@@ -486,10 +486,10 @@ def test_run_eval_writes_json_and_resumes(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == rep
     assert len(partial_path(out).read_text(encoding="utf-8").splitlines()) == 3
     # --resume reuses the rows; without it the partial file starts over
-    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--resume"])
+    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--resume", "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["config"]["n_resumed"] == 3
-    args = _parse(["--dataset", "kv", "--limit", "2", "--json", str(out)])
+    args = _parse(["--dataset", "kv", "--limit", "2", "--json", str(out), "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert len(partial_path(out).read_text(encoding="utf-8").splitlines()) == 2
 

@@ -64,7 +64,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     >>> add_eval_arguments(p)
     >>> a = p.parse_args(["--dataset", "kv", "--limit", "3", "--no-order-control"])
     >>> a.dataset, a.limit, a.method, a.beta, a.order_control, a.resume, a.json
-    ('kv', 3, 'lexical', 8, False, False, None)
+    ('kv', 3, 'tokenshapley', 8, False, False, None)
     >>> a.generator, a.max_new_tokens, a.generations
     (None, 64, None)
     """
@@ -77,7 +77,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"folder holding the set folders (default: {default_data_dir()})",
     )
     parser.add_argument("--limit", type=_positive_int, default=None, metavar="N", help="first N examples only")
-    parser.add_argument("--method", default="lexical", metavar="NAME", help="attribution method (default: lexical)")
+    parser.add_argument("--method", default="tokenshapley", metavar="NAME", help="attribution method (default: tokenshapley)")
     parser.add_argument("--beta", type=_positive_int, default=8, metavar="B", help="method parameter beta (default: 8)")
     parser.add_argument(
         "--json",
