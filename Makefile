@@ -24,7 +24,12 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/tokenshapley demo
 
-test: install
+# The browser tests drive Debian's Chromium (Playwright never downloads a browser here).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q && apt-get install -y -q --no-install-recommends chromium'
+
+test: install $(CHROMIUM)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest tests $(wildcard integrations/*/tests) \
 		$(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
 

@@ -98,6 +98,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args, make_attributor, make_response_lm)
 
 
+def _cmd_chat(args: argparse.Namespace) -> int:
+    try:
+        from tokenshapley_rag.chat._cli import run_chat
+    except ImportError as err:
+        print(f'tokenshapley: error: the chat app needs the "chat" extra ({err}); pip install "tokenshapley-rag[chat]"', file=sys.stderr)
+        return 2
+    return run_chat(args, _engine)
+
+
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
     from tokenshapley_rag._attribution import DEFAULT_LAYER
 
@@ -142,6 +151,24 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--context-weight", type=float, default=None, help="weight of the answer-context game (0: the paper's aggregation)")
         p.add_argument("--context-scale", type=float, default=None, help="decay length, in tokens, of the answer-context weights")
         p.set_defaults(func=_cmd_eval)
+
+    from tokenshapley_rag.evaluate._cli import add_evaluate_chain_arguments, run_evaluate_chain
+
+    p = sub.add_parser("evaluate-chain", help="run a retrieval chain over questions, attribute every answer, report (local or Ray)")
+    add_evaluate_chain_arguments(p)
+    _add_engine_options(p)
+    p.set_defaults(func=run_evaluate_chain)
+
+    # The chat app's options live here rather than in the "chat" extra, so that without the
+    # extra `tokenshapley chat` says what to install instead of vanishing.
+    p = sub.add_parser("chat", help="serve a chat web app over a folder of documents; footnotes stream with the answer")
+    p.add_argument("--docs", required=True, metavar="FOLDER", help="folder of .txt/.md files; each paragraph is a chunk")
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--top-k", type=int, default=3, help="chunks retrieved per question (default 3)")
+    p.add_argument("--max-new-tokens", type=int, default=160, help="longest answer of the local model, in tokens")
+    _add_engine_options(p)
+    p.set_defaults(func=_cmd_chat)
     return parser
 
 

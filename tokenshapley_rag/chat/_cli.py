@@ -1,0 +1,42 @@
+"""``tokenshapley chat``: serve the chat app over a folder of documents.
+
+The options are declared in :mod:`tokenshapley_rag.cli` (so the command exists, and says
+what to install, without the ``chat`` extra); this module runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["run_chat"]
+
+
+def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace], Any]) -> int:
+    """Load the documents, then the engine (``make_engine(args)``), and serve until
+    interrupted. Returns 2 with a hint when uvicorn (the ``chat`` extra) is missing."""
+    try:
+        import uvicorn
+    except ImportError as err:
+        print(f"tokenshapley: error: the chat app needs the 'chat' extra ({err}); "
+              'pip install "tokenshapley-rag[chat]"', file=sys.stderr)
+        return 2
+    from tokenshapley_rag.chat import ChatConfig, LocalModelGenerator, create_app, load_documents
+
+    if args.top_k < 1:
+        print(f"tokenshapley: error: --top-k must be at least 1, got {args.top_k}", file=sys.stderr)
+        return 2
+    chunks = load_documents(args.docs)  # before the model loads: a bad folder fails fast
+    print(f"Loaded {len(chunks)} chunks from {args.docs}", file=sys.stderr)
+    ts = make_engine(args)
+    app = create_app(
+        ts,
+        chunks,
+        generator=LocalModelGenerator(ts.loaded, max_new_tokens=args.max_new_tokens),
+        config=ChatConfig(top_k=args.top_k, max_top_k=max(10, args.top_k)),
+    )
+    print(f"Serving on http://{args.host}:{args.port}/ (Ctrl+C stops)", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
