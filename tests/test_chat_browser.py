@@ -7,7 +7,6 @@ before it ends. Attribution is the real default TokenShapley.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket

@@ -350,7 +350,7 @@ def test_run_eval_for_every_sentence_set(tmp_path, capsys, fake_lm):
 
     for name in ("wice", "nq", "cnndm"):
         out = tmp_path / f"{name}.json"
-        argv = ["--dataset", name, "--limit", "2", "--json", str(out), "--generations", str(tmp_path / "g.jsonl")]
+        argv = ["--dataset", name, "--limit", "2", "--method", "lexical", "--json", str(out), "--generations", str(tmp_path / "g.jsonl")]
         assert run_eval(_parse(argv), lambda m, a: make_baseline(m), lm_factory) == 0
         rep = json.loads(out.read_text(encoding="utf-8"))
         assert set(rep) == {"dataset", "method", "n", "metrics", "seconds_per_example", "config"}

@@ -9,7 +9,6 @@ returns an :class:`EvalReport`.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from tokenshapley_rag._json import jsonable
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.eval._data import (
     SPAN_DATASETS,
@@ -85,24 +85,10 @@ class EvalReport:
             "dataset": self.dataset,
             "method": self.method,
             "n": int(self.n),
-            "metrics": _jsonable(self.metrics),
+            "metrics": jsonable(self.metrics),
             "seconds_per_example": float(self.seconds_per_example),
-            "config": _jsonable(self.config),
+            "config": jsonable(self.config),
         }
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, Path):
-        return str(x)
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    return x
 
 
 def _check_scores(scores: Any, example: AttributionExample, method: str) -> np.ndarray:

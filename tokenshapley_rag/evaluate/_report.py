@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenshapley_rag._json import jsonable
 from tokenshapley_rag.evaluate._metrics import (
     RankUtilization,
     mean_or_none,
@@ -207,7 +208,7 @@ class ChainReport:
         if timing:
             d["timing"] = self.timing.to_dict()
         if config:
-            d["config"] = _jsonable(self.config)
+            d["config"] = jsonable(self.config)
         d["rows"] = [r.to_dict(timing=timing) for r in self.rows]
         return d
 
@@ -391,15 +392,4 @@ def _md(text: str) -> str:
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return str(x)
 
