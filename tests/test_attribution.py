@@ -135,16 +135,17 @@ def test_scores_add_up(result, ts):
     assert own[best_col] > 0
     # In context, the sentences with positive own score gain the context game's values.
     weights = context_weights(result.tokens.answer_sentence, np.flatnonzero(rows), ts.context_weight, ts.context_scale)
-    # ... for the sentences of sources that hold one of the keyword's tokens (brute force)
-    holds = {
-        result.sentence_scores[j].source_id
-        for j in range(len(result.sentence_scores))
-        if result.tokens.carries[rows, j].any()
-    }
+    # ... for the sentences of the sources that hold the keyword word for word (brute
+    # force: "1859" is in one source's text only); the others are not candidates.
+    holds = {s.id for s in SOURCES if "1859" in s.text}
+    assert holds == {"bigben"}
     eligible = np.array([s.source_id in holds for s in result.sentence_scores])
-    in_context = np.where(eligible, weights @ result.tokens.scores, own)
+    in_context = np.where(eligible, weights @ result.tokens.scores, -np.inf)
     assert c.best.score == pytest.approx(in_context[best_col])
     assert [a.score for a in c.sources] == pytest.approx(sorted(in_context[in_context > 0], reverse=True))
+    in_sources = result.span_scores(c.start, c.end)
+    assert in_sources["eiffel"] == in_sources["statue"] == -np.inf
+    assert in_sources["bigben"] == pytest.approx(in_context[eligible].sum())
     per_source = result.span_scores(c.start, c.end, context=False)
     assert sum(per_source.values()) == pytest.approx(result.tokens.scores[rows].sum())
     bigben_cols = [j for j, (sid, _) in enumerate(sentence_ids) if sid == "bigben"]

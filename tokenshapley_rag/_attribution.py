@@ -95,6 +95,7 @@ def context_scores(
     members: np.ndarray,
     weight: float,
     scale: float,
+    verbatim: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-sentence scores of the span made of the answer tokens ``members``.
 
@@ -106,22 +107,55 @@ def context_scores(
     answer_sentence : (T,) answer sentence of each token
     members : indices of the span's tokens
     weight, scale : the context weights (:func:`context_weights`)
+    verbatim : (n_sentences,) bool, optional
+        Whether each sentence holds the span's whole token sequence (:func:`sentences_with_sequence`).
 
     Returns
     -------
     (in_context, own) : two (n_sentences,) arrays. ``own`` sums the span tokens' Shapley
     values (the paper's aggregation). ``in_context`` is the context game's value
-    (``context_weights(...) @ scores``) for the sentences of sources that hold at least
-    one of the span's tokens, and ``own`` for the others: context decides between the
-    sources that carry the span, and cannot pull it to a source that does not.
+    (``context_weights(...) @ scores``) for the sentences of the candidate sources. When
+    some source holds the span verbatim, the candidates are those sources, and every other
+    sentence gets ``-inf`` (it is not a candidate): a phrase found word for word is not
+    outvoted by sources that share only some of its words. Otherwise the candidates are
+    the sources that hold at least one of the span's tokens, and the others keep ``own``:
+    context decides between the sources that carry the span and cannot pull it to one
+    that does not.
     """
     own = scores[members].sum(axis=0)
-    if weight <= 0 or len(members) == 0 or scores.shape[1] == 0:
+    if len(members) == 0 or scores.shape[1] == 0:
         return own, own
-    weighted = context_weights(answer_sentence, members, weight, scale) @ scores
-    holds = np.zeros(int(sentence_source.max()) + 1, dtype=bool)
-    np.logical_or.at(holds, sentence_source, carries[members].any(axis=0))
-    return np.where(holds[sentence_source], weighted, own), own
+    n_sources = int(sentence_source.max()) + 1
+    exact = verbatim is not None and bool(np.any(verbatim))
+    holds = np.zeros(n_sources, dtype=bool)
+    np.logical_or.at(holds, sentence_source, verbatim if exact else carries[members].any(axis=0))
+    candidate = holds[sentence_source]
+    if weight > 0:
+        in_context = context_weights(answer_sentence, members, weight, scale) @ scores
+    else:
+        in_context = own
+    return np.where(candidate, in_context, -np.inf if exact else own), own
+
+
+def sentences_with_sequence(
+    token_class: np.ndarray, sentence_of: np.ndarray, n_sentences: int, sequence: np.ndarray
+) -> np.ndarray:
+    """``(n_sentences,)`` bool: whether each sentence holds the classes ``sequence`` as
+    consecutive entries (the span word for word, under the ``match`` rule).
+
+    >>> sentences_with_sequence(np.array([1, 2, 3, 1, 3]), np.array([0, 0, 0, 1, 1]), 2, np.array([1, 3])).tolist()
+    [False, True]
+    """
+    out = np.zeros(n_sentences, dtype=bool)
+    n = len(sequence)
+    if n == 0 or len(token_class) < n:
+        return out
+    starts = np.flatnonzero(token_class[: len(token_class) - n + 1] == sequence[0])
+    ok = np.ones(len(starts), dtype=bool)
+    for i in range(1, n):
+        ok &= (token_class[starts + i] == sequence[i]) & (sentence_of[starts + i] == sentence_of[starts])
+    out[sentence_of[starts[ok]]] = True
+    return out
 
 
 def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: float, scale: float) -> np.ndarray:
@@ -158,7 +192,10 @@ class TokenScores:
     K = 1). ``keyword[t]`` is the index of the token's keyword in ``keywords`` or -1;
     ``answer_sentence[t]`` the index of the answer sentence the token is in;
     ``carries[t, j]`` whether sentence ``j`` holds a token that matches token ``t``
-    (``sentence_source[j]``: the index of sentence ``j``'s source).
+    (``sentence_source[j]``: the index of sentence ``j``'s source). ``classes``,
+    ``context_classes`` and ``context_sentence`` are the match classes of the answer
+    tokens and of the datastore entries, and each entry's sentence: what
+    :meth:`verbatim` needs to find a span word for word in the sources.
     """
 
     texts: list[str]
@@ -168,6 +205,16 @@ class TokenScores:
     answer_sentence: np.ndarray  # (T,) int64
     carries: np.ndarray  # (T, n_sentences) bool
     sentence_source: np.ndarray  # (n_sentences,) int64
+    classes: np.ndarray  # (T,) int64 match class of each answer token
+    context_classes: np.ndarray  # (N,) int64 match class of each datastore entry
+    context_sentence: np.ndarray  # (N,) int64 sentence of each datastore entry
+
+    def verbatim(self, members: np.ndarray) -> np.ndarray:
+        """``(n_sentences,)`` bool: the sentences that hold the answer tokens ``members``
+        word for word (see :func:`sentences_with_sequence`)."""
+        return sentences_with_sequence(
+            self.context_classes, self.context_sentence, len(self.sentence_source), self.classes[members]
+        )
 
 
 @dataclass(frozen=True)
@@ -209,7 +256,9 @@ class AttributionResult:
         other tokens of its answer sentence weighted by :func:`context_weights` (the
         ``context_weight`` / ``context_scale`` of the config), for the sentences of the
         sources that hold one of the span's tokens (:func:`context_scores`). ``context=False`` gives the plain
-        sum of the span's own tokens (the paper's aggregation).
+        sum of the span's own tokens (the paper's aggregation), with no rule on top. With
+        ``context=True`` and ``verbatim`` in the config, a source that lacks the span word
+        for word while another holds it scores ``-inf`` (it is not a candidate).
 
         Examples
         --------
@@ -223,11 +272,17 @@ class AttributionResult:
         weight = float(self.config.get("context_weight", 0.0)) if context else 0.0
         scale = float(self.config.get("context_scale", 1.0))
         t = self.tokens
-        per_sentence, _own = context_scores(t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale)
-        out = {s.id: 0.0 for s in self.sources}
+        verbatim = t.verbatim(inside) if context and self.config.get("verbatim", False) else None
+        per_sentence, _own = context_scores(
+            t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale, verbatim
+        )
+        sums = {s.id: 0.0 for s in self.sources}
+        candidates = set()
         for j, sent in enumerate(self.sentence_scores):
-            out[sent.source_id] += float(per_sentence[j])
-        return out
+            if np.isfinite(per_sentence[j]):  # -inf: not a candidate (see context_scores)
+                sums[sent.source_id] += float(per_sentence[j])
+                candidates.add(sent.source_id)
+        return {sid: v if sid in candidates else -np.inf for sid, v in sums.items()} if candidates else sums
 
     def to_markdown(self) -> str:
         """The answer with footnote markers ``[^n]`` after cited keywords and a footnote
@@ -286,7 +341,7 @@ class TokenShapley:
         name, ``"gemma-3-270m"``, or a loaded causal LM (then pass ``tokenizer``).
     tokenizer : optional
         Tokenizer for a loaded ``model`` (must be a fast tokenizer).
-    layer : int, default=15
+    layer : int, default=8
         Which hidden state (0 = embeddings) keys and queries come from.
     k : int, default=1
         Neighbours that vote (the paper's K).
@@ -298,14 +353,25 @@ class TokenShapley:
         counts, so gamma has no effect). Similarities are computed as
         ``exp(-gamma * (d^2 - d^2_nearest))``: the vote game is unchanged by a common
         positive factor, and the nearest entry gets 1, so they cannot all underflow to 0.
-    match : {"normalized", "exact"}, default="normalized"
+    match : {"word", "normalized", "exact"}, default="word"
         When a datastore token "equals" an answer token. "exact": same token id.
         "normalized": same decoded text after Unicode NFKC, case folding and stripping
         whitespace, so " Paris" (mid-sentence) matches "Paris" (sentence-initial).
-    candidates : {"nearest", "mixed"}, default="nearest"
+        "word": same normalized text and the same word of the text, so the digits of 2010
+        are no evidence for 2011.
+    candidates : {"nearest", "mixed"}, default="mixed"
         "nearest": the ``m`` nearest entries (the paper). "mixed": the ``m // 2`` nearest
         entries carrying the answer token plus the nearest others, so evidence that carries
         the token is always among the players when the context has it.
+    context_weight, context_scale : float, default=0.3 and 8.0
+        The answer-context game: a keyword's score also counts the other tokens of its
+        answer sentence, weighted ``context_weight * exp(-d / context_scale)`` (``d`` in
+        tokens), for the sources that hold the keyword (:func:`context_scores`). 0 gives
+        the paper's plain sum over the keyword's tokens.
+    verbatim : bool, default=True
+        When some sources hold a keyword word for word (the same token classes in a row),
+        only they are its candidate sources; otherwise every source holding one of its
+        tokens is. Shared words alone then cannot outvote the source the phrase is from.
     support_threshold : float, default=0.0
         A keyword is ``supported`` when its best source sentence's score, divided by the
         keyword's number of tokens, exceeds this (see ``KeywordCitation.support``).
@@ -356,6 +422,7 @@ class TokenShapley:
         candidates: str = "mixed",
         context_weight: float = 0.3,
         context_scale: float = 8.0,
+        verbatim: bool = True,
         support_threshold: float = 0.0,
         device: str = "cpu",
         cache_dir: str | os.PathLike | None = None,
@@ -378,6 +445,9 @@ class TokenShapley:
         if context_scale == 0:
             raise InvalidInputError("context_scale must be > 0 (it is a distance in tokens)")
         self.context_weight, self.context_scale = float(context_weight), float(context_scale)
+        if not isinstance(verbatim, bool):
+            raise InvalidInputTypeError(f"verbatim must be a bool, got {type(verbatim).__name__}")
+        self.verbatim = verbatim
         self.k, self.m, self.gamma = k, m, gamma
         self.match, self.candidates = match, candidates
         self.support_threshold = float(support_threshold)
@@ -413,6 +483,7 @@ class TokenShapley:
             "candidates": self.candidates,
             "context_weight": self.context_weight,
             "context_scale": self.context_scale,
+            "verbatim": self.verbatim,
             "support_threshold": self.support_threshold,
             "max_sentence_tokens": self.max_sentence_tokens,
         }
@@ -546,8 +617,8 @@ class TokenShapley:
     def _result(
         self, query: str, response: str, sources: list[Source], store: Datastore, resp: TokenizedText, states: np.ndarray
     ) -> AttributionResult:
-        scores, carries = self._token_sentence_scores(store, response, resp, states)
-        return self._assemble(query, response, sources, store, resp, scores, carries)
+        scores, carries, classes = self._token_sentence_scores(store, response, resp, states)
+        return self._assemble(query, response, sources, store, resp, scores, carries, classes)
 
     def _candidates(self, store: Datastore, queries: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``m`` players of each answer token's game: squared distances and entry
@@ -582,14 +653,14 @@ class TokenShapley:
 
     def _token_sentence_scores(
         self, store: Datastore, response: str, resp: TokenizedText, queries: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(T, n_sentences) Shapley values summed per sentence, and whether each sentence
-        holds a token that matches each answer token."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(T, n_sentences) Shapley values summed per sentence, whether each sentence holds
+        a token that matches each answer token, and the answer tokens' match classes."""
         n_tok = len(resp.ids)
         out = np.zeros((n_tok, len(store.sentences)))
-        if store.size == 0 or n_tok == 0:
-            return out, np.zeros((n_tok, len(store.sentences)), dtype=bool)
         classes = self._token_classes(resp.ids, response, resp.offsets)
+        if store.size == 0 or n_tok == 0:
+            return out, np.zeros((n_tok, len(store.sentences)), dtype=bool), classes
         carries = store.sentences_holding(classes)
         d2, idx = self._candidates(store, queries, classes)
         d2 = d2.astype(np.float64)
@@ -605,7 +676,7 @@ class TokenShapley:
         phi = knn_shapley_batch(sims, matches, self.k)
         rows = np.repeat(np.arange(n_tok), idx.shape[1])
         np.add.at(out, (rows, store.sentence_of[idx].ravel()), phi.ravel())
-        return out, carries
+        return out, carries, classes
 
     def _assemble(
         self,
@@ -616,6 +687,7 @@ class TokenShapley:
         resp: TokenizedText,
         scores: np.ndarray,
         carries: np.ndarray,
+        classes: np.ndarray,
     ) -> AttributionResult:
         keywords = find_keywords(response)
         token_kw = _assign_tokens(resp.offsets, keywords)
@@ -632,8 +704,14 @@ class TokenShapley:
             # Ranked by the keyword's game in its answer context; support is judged on the
             # keyword's own tokens only, so context cannot make an invented keyword supported.
             if n_sent:
+                verbatim = (
+                    sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
+                    if self.verbatim
+                    else None
+                )
                 per_sentence, own = context_scores(
-                    scores, carries, sentence_source, answer_sentence, members, self.context_weight, self.context_scale
+                    scores, carries, sentence_source, answer_sentence, members, self.context_weight, self.context_scale,
+                    verbatim,
                 )
             else:
                 per_sentence = own = np.zeros(0)
@@ -669,6 +747,9 @@ class TokenShapley:
             answer_sentence=answer_sentence,
             carries=carries,
             sentence_source=sentence_source,
+            classes=classes,
+            context_classes=store.token_class,
+            context_sentence=store.sentence_of,
         )
         return AttributionResult(
             query=query,

@@ -68,6 +68,7 @@ class AttributionStream:
         # Per-token scores of the tokens of the returned sentences (final: see module doc).
         self._scores = np.zeros((0, n_sent))
         self._carries = np.zeros((0, n_sent), dtype=bool)
+        self._classes = np.zeros(0, dtype=np.int64)
         self._scored_ids = np.zeros(0, dtype=np.int64)
         self._result: AttributionResult | None = None
         self._lock = threading.Lock()
@@ -137,15 +138,17 @@ class AttributionStream:
         done = len(self._scored_ids)
         if done > n or not np.array_equal(self._scored_ids, ids[:done]):
             done = 0  # the text was tokenized differently after all: score it all again
-            self._scores, self._carries = self._scores[:0], self._carries[:0]
+            self._scores, self._carries, self._classes = self._scores[:0], self._carries[:0], self._classes[:0]
         self._scored_ids = ids.copy()
         if n > done:
             new = TokenizedText(ids[done:], offsets[done:])
-            scores, carries = self._ts._token_sentence_scores(self._store, text[:end], new, states[done:])
+            scores, carries, classes = self._ts._token_sentence_scores(self._store, text[:end], new, states[done:])
             self._scores = np.concatenate([self._scores, scores])
             self._carries = np.concatenate([self._carries, carries])
+            self._classes = np.concatenate([self._classes, classes])
         partial = self._ts._assemble(
-            self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets), self._scores, self._carries
+            self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets), self._scores, self._carries,
+            self._classes,
         )
         out = [self._sentence(i, complete[i], partial.citations) for i in range(self._n_sentences, len(complete))]
         self._n_sentences = len(complete)

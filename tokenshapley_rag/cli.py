@@ -150,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--match", choices=["word", "normalized", "exact"], default=None, help="TokenShapley token matching rule")
         p.add_argument("--context-weight", type=float, default=None, help="weight of the answer-context game (0: the paper's aggregation)")
         p.add_argument("--context-scale", type=float, default=None, help="decay length, in tokens, of the answer-context weights")
+        p.add_argument(
+            "--verbatim", action=argparse.BooleanOptionalAction, default=None,
+            help="restrict a span's candidate sources to those holding it word for word, when any does (default: on)",
+        )
         p.set_defaults(func=_cmd_eval)
 
     from tokenshapley_rag.evaluate._cli import add_evaluate_chain_arguments, run_evaluate_chain

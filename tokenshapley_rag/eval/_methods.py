@@ -96,7 +96,13 @@ class TokenShapleyAttributor:
         rows = []
         for span in example.spans:
             per_source = res.span_scores(span.start, span.end)
-            rows.append([per_source[i] for i in ids])
+            row = np.array([per_source[i] for i in ids], dtype=np.float64)
+            # -inf marks a source that is not a candidate (it lacks the span word for word
+            # while another source holds it): rank it below every candidate, finitely.
+            out = ~np.isfinite(row)
+            if out.any():
+                row[out] = (row[~out].min() if (~out).any() else 0.0) - 1.0
+            rows.append(row)
         return np.asarray(rows, dtype=np.float64).reshape(len(example.spans), len(ids))
 
     def score_sentences(
@@ -136,7 +142,9 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         # Only the options given on the command line; TokenShapley's own defaults otherwise.
         options = {
             key: getattr(args, key)
-            for key in ("model", "layer", "k", "m", "candidates", "match", "context_weight", "context_scale", "cache_dir")
+            for key in (
+                "model", "layer", "k", "m", "candidates", "match", "context_weight", "context_scale", "verbatim", "cache_dir"
+            )
             if getattr(args, key, None) is not None
         }
         ts = TokenShapley(**options)

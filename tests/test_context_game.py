@@ -1,0 +1,68 @@
+"""The keyword game's aggregation rules, on hand-made arrays (no model)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenshapley_rag import context_scores, context_weights
+from tokenshapley_rag._attribution import sentences_with_sequence
+
+# 3 answer tokens in one answer sentence; 3 datastore sentences: source 0 has sentences
+# 0 and 1, source 1 has sentence 2.
+SCORES = np.array(
+    [
+        [0.2, 0.0, 0.5],  # token 0 (the span)
+        [0.3, 0.0, 0.4],  # token 1 (the span)
+        [0.9, 0.1, 0.0],  # token 2 (context)
+    ]
+)
+CARRIES = np.array([[True, False, True], [True, False, True], [True, True, False]])
+SENTENCE_SOURCE = np.array([0, 0, 1])
+ANSWER_SENTENCE = np.zeros(3, dtype=np.int64)
+SPAN = np.array([0, 1])
+
+
+def test_context_decides_among_sources_holding_a_token():
+    in_context, own = context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0)
+    w = context_weights(ANSWER_SENTENCE, SPAN, 0.5, 1.0)
+    assert w.tolist() == pytest.approx([1.0, 1.0, 0.5 * np.exp(-1.0)])
+    np.testing.assert_allclose(own, [0.5, 0.0, 0.9])
+    np.testing.assert_allclose(in_context, w @ SCORES)  # both sources hold a span token
+
+
+def test_verbatim_holders_are_the_only_candidates():
+    verbatim = np.array([False, False, True])  # only source 1 holds the span word for word
+    in_context, own = context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, verbatim)
+    w = context_weights(ANSWER_SENTENCE, SPAN, 0.5, 1.0)
+    assert in_context[0] == in_context[1] == -np.inf
+    assert in_context[2] == pytest.approx(w @ SCORES[:, 2])
+    np.testing.assert_allclose(own, [0.5, 0.0, 0.9])  # support is judged on own values, unchanged
+    # No holder anywhere: back to the token rule.
+    none, _ = context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, np.zeros(3, bool))
+    np.testing.assert_allclose(none, w @ SCORES)
+    # Without context the candidates' score is the plain sum.
+    plain, _ = context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.0, 1.0, verbatim)
+    assert plain.tolist() == [-np.inf, -np.inf, pytest.approx(0.9)]
+
+
+def _brute_force(token_class, sentence_of, n_sentences, seq):
+    out = np.zeros(n_sentences, dtype=bool)
+    for j in range(n_sentences):
+        cls = [int(c) for c, s in zip(token_class, sentence_of) if s == j]
+        out[j] = any(cls[i : i + len(seq)] == list(seq) for i in range(len(cls) - len(seq) + 1)) if len(seq) else False
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 6), min_size=1, max_size=5),
+    data=st.data(),
+)
+def test_sentences_with_sequence_matches_brute_force(sizes, data):
+    n = sum(sizes)
+    token_class = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.int64)
+    sentence_of = np.repeat(np.arange(len(sizes)), sizes).astype(np.int64)
+    seq = np.array(data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=4)), dtype=np.int64)
+    got = sentences_with_sequence(token_class, sentence_of, len(sizes), seq)
+    np.testing.assert_array_equal(got, _brute_force(token_class, sentence_of, len(sizes), seq))
