@@ -92,11 +92,16 @@ def test_context_decides_between_sources_holding_the_same_span(ts):
     # Without context, the plain token sums: both sources hold "The tower" equally.
     own = res.span_scores(second, second + len("The tower"), context=False)
     assert own["0"] == pytest.approx(own["1"], abs=0.05)
-    # Context changes only sources that hold one of the span's tokens ("Tell me more." holds none).
-    res2 = ts.attribute(query="Q", sources=[*sources, "Tell me more."], response=answer)
-    assert res2.span_scores(second, second + len("The tower"))["2"] == res2.span_scores(
-        second, second + len("The tower"), context=False
-    )["2"]
+    # A source without the span is no candidate while others hold it word for word
+    # ("Tell me more." holds none of it); without the verbatim rule context still leaves
+    # it its own (non-positive) score.
+    extra = [*sources, "Tell me more."]
+    res2 = ts.attribute(query="Q", sources=extra, response=answer)
+    assert res2.span_scores(second, second + len("The tower"))["2"] == -np.inf
+    plain = TokenShapley(verbatim=False, use_disk_cache=False)
+    res3 = plain.attribute(query="Q", sources=extra, response=answer)
+    own3 = res3.span_scores(second, second + len("The tower"), context=False)["2"]
+    assert res3.span_scores(second, second + len("The tower"))["2"] == own3 <= 0
 
 
 def test_word_matching_keeps_numbers_whole(ts):

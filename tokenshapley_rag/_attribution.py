@@ -209,6 +209,23 @@ class TokenScores:
     context_classes: np.ndarray  # (N,) int64 match class of each datastore entry
     context_sentence: np.ndarray  # (N,) int64 sentence of each datastore entry
 
+    @classmethod
+    def empty(cls) -> TokenScores:
+        """No tokens and no sentences (an answer that was not attributed)."""
+        ints = np.zeros(0, dtype=np.int64)
+        return cls(
+            texts=[],
+            offsets=np.zeros((0, 2), dtype=np.int64),
+            scores=np.zeros((0, 0)),
+            keyword=ints,
+            answer_sentence=ints,
+            carries=np.zeros((0, 0), dtype=bool),
+            sentence_source=ints,
+            classes=ints,
+            context_classes=ints,
+            context_sentence=ints,
+        )
+
     def verbatim(self, members: np.ndarray) -> np.ndarray:
         """``(n_sentences,)`` bool: the sentences that hold the answer tokens ``members``
         word for word (see :func:`sentences_with_sequence`)."""

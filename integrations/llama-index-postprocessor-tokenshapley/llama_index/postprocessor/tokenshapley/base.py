@@ -46,7 +46,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-import numpy as np
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import (
     AsyncStreamingResponse,
@@ -678,15 +677,7 @@ def _result_of(response: Any) -> AttributionResult:
         citations=[],
         source_scores={},
         sentence_scores=[],
-        tokens=TokenScores(
-            texts=[],
-            offsets=np.zeros((0, 2), dtype=np.int64),
-            scores=np.zeros((0, 0)),
-            keyword=np.zeros(0, dtype=np.int64),
-            answer_sentence=np.zeros(0, dtype=np.int64),
-            carries=np.zeros((0, 0), dtype=bool),
-            sentence_source=np.zeros(0, dtype=np.int64),
-        ),
+        tokens=TokenScores.empty(),
     )
 
 
