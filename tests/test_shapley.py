@@ -5,6 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tokenshapley_rag import shapley
 from tokenshapley_rag.shapley import (
     knn_shapley,
     knn_shapley_batch,
@@ -85,7 +86,10 @@ def test_known_values_and_tie_rules():
     assert knn_utility([0.9, 0.1], [False, True], 2, [0, 1]) == 0.0
 
 
-def test_batch_equals_rows():
+@pytest.mark.parametrize("parallel_work", [0, 10**12], ids=["parallel", "serial"])
+def test_batch_equals_rows(monkeypatch, parallel_work):
+    # Both compiled paths (numba threads for big batches, one thread for small ones).
+    monkeypatch.setattr(shapley, "_PARALLEL_WORK", parallel_work)
     rng = np.random.default_rng(1)
     sims = rng.random((50, 12))
     sims[::7] = np.round(sims[::7] * 4) / 4  # some rows with exact ties

@@ -53,13 +53,17 @@ class CausalLMEncoder:
     tokenizer's BOS token (EOS when the tokenizer has no BOS).
     """
 
-    def __init__(self, loaded: LoadedModel, layer: int, *, max_batch_tokens: int = 8192) -> None:
+    def __init__(
+        self, loaded: LoadedModel, layer: int, *, max_batch_tokens: int = 8192, pack_tokens: int | None = 256
+    ) -> None:
         n = loaded.num_layers
         if not -n - 1 <= layer <= n:
             raise InvalidInputError(f"layer must be in [{-n - 1}, {n}] for a {n}-layer model, got {layer}")
         self.loaded = loaded
         self.layer = layer % (n + 1)
         self.max_batch_tokens = max_batch_tokens
+        self.pack_tokens = pack_tokens
+        self._packing: bool | None = None  # whether the model honours packed position ids (checked once)
         tok = loaded.tokenizer
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         if start is None:
@@ -106,16 +110,32 @@ class CausalLMEncoder:
 
     # ------------------------------------------------------------------ forward passes
 
-    def _states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: Any = None) -> torch.Tensor:
+    def _states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        cache: Any = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(batch, seq, hidden) states at ``self.layer``. With ``cache`` (a transformers
-        ``Cache``), ``input_ids`` continue the sequence it holds and it is extended in place."""
+        ``Cache``), ``input_ids`` continue the sequence it holds and it is extended in place.
+        With ``position_ids`` that restart at 0 inside a row (and no mask), the row holds
+        several sequences that attend only within themselves (packed)."""
         with self._lock, torch.inference_mode():
-            return self._states_unlocked(input_ids, attention_mask, cache)
+            return self._states_unlocked(input_ids, attention_mask, cache, position_ids)
 
-    def _states_unlocked(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: Any = None) -> torch.Tensor:
+    def _states_unlocked(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        cache: Any = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         model = self.loaded.model
         n = self.loaded.num_layers
-        kv = {"past_key_values": cache, "use_cache": True} if cache is not None else {"use_cache": False}
+        kv: dict[str, Any] = {"past_key_values": cache, "use_cache": True} if cache is not None else {"use_cache": False}
+        if position_ids is not None:
+            kv["position_ids"] = position_ids
         if self._layers is None or self.layer in (0, n):
             out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **kv)
             return out.hidden_states[self.layer]
@@ -144,44 +164,127 @@ class CausalLMEncoder:
     def encode_before(self, token_lists: list[np.ndarray]) -> list[np.ndarray]:
         """For each token list, the states before each of its tokens: ``(n_i, hidden)`` float32.
 
-        Sequences are encoded as ``[BOS] + tokens[:-1]`` in length-sorted, right-padded
-        batches of at most ``max_batch_tokens`` tokens (right padding leaves a causal
-        model's states at real positions unchanged).
+        Each sequence is encoded as ``[BOS] + tokens[:-1]``, on its own: no token attends to
+        another sequence. Sequences are packed several to a row of ``pack_tokens`` tokens
+        with positions restarting at each one (transformers then masks attention to each
+        sequence's own block): almost no compute is spent on padding (measured 1.6-2x
+        faster than padded batches on sentence-sized texts). Models that do not honour packed positions (checked once, on two
+        short sequences) get length-sorted, right-padded batches instead.
         """
         results: list[np.ndarray | None] = [None] * len(token_lists)
-        hidden = self.loaded.hidden_size
         limit = self.max_length
-        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+        todo: list[int] = []
+        for i, tl in enumerate(token_lists):
+            if len(tl) == 0:
+                results[i] = np.zeros((0, self.loaded.hidden_size), dtype=np.float32)
+            elif len(tl) > limit:
+                raise TextTooLongError(f"a sequence of {len(tl)} tokens exceeds the model's context of {limit} tokens")
+            else:
+                todo.append(i)
+        seqs = {i: np.concatenate([[self.start_id], token_lists[i][:-1]]).astype(np.int64) for i in todo}
+        if todo and self.pack_tokens and self._packing_works():
+            self._encode_packed(seqs, results)
+        else:
+            self._encode_padded(seqs, results)
+        return [r for r in results]  # type: ignore[misc]
+
+    def _encode_padded(self, seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+        """Length-sorted, right-padded batches (right padding leaves a causal model's states
+        at real positions unchanged)."""
+        order = sorted(seqs, key=lambda i: len(seqs[i]))
         batch: list[int] = []
 
         def flush() -> None:
             if not batch:
                 return
-            width = max(len(token_lists[i]) for i in batch)
+            width = max(len(seqs[i]) for i in batch)
             ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
             for row, i in enumerate(batch):
-                seq = [self.start_id, *token_lists[i][:-1].tolist()]
-                ids[row, : len(seq)] = torch.as_tensor(seq)
-                mask[row, : len(seq)] = 1
-            states = self._states(ids.to(self.loaded.model.device), mask.to(self.loaded.model.device))
-            states = states.float().cpu().numpy()
+                ids[row, : len(seqs[i])] = torch.from_numpy(seqs[i])
+                mask[row, : len(seqs[i])] = 1
+            device = self.loaded.model.device
+            states = self._states(ids.to(device), mask.to(device)).float().cpu().numpy()
             for row, i in enumerate(batch):
-                results[i] = states[row, : len(token_lists[i])].copy()
+                results[i] = states[row, : len(seqs[i])].copy()
             batch.clear()
 
         for i in order:
-            n = len(token_lists[i])
-            if n == 0:
-                results[i] = np.zeros((0, hidden), dtype=np.float32)
-                continue
-            if n > limit:
-                raise TextTooLongError(f"a sequence of {n} tokens exceeds the model's context of {limit} tokens")
-            if batch and (len(batch) + 1) * n > self.max_batch_tokens:
+            if batch and (len(batch) + 1) * len(seqs[i]) > self.max_batch_tokens:
                 flush()
             batch.append(i)
         flush()
-        return [r for r in results]  # type: ignore[misc]
+
+    def _encode_packed(self, seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+        """Sequences packed into rows (first fit, longest first); a sequence longer than
+        ``pack_tokens`` gets a row of its own."""
+        assert self.pack_tokens
+        rows: list[list[int]] = []
+        room: list[int] = []
+        for i in sorted(seqs, key=lambda i: -len(seqs[i])):
+            n = len(seqs[i])
+            slot = next((r for r, free in enumerate(room) if free >= n), None)
+            if slot is None:
+                rows.append([i])
+                room.append(max(self.pack_tokens, n) - n)
+            else:
+                rows[slot].append(i)
+                room[slot] -= n
+        # Rows were opened longest first, so a batch of consecutive rows has similar widths.
+        # Eight rows a pass: measured as fast as bigger batches (docs/performance.md).
+        budget = min(self.max_batch_tokens, 8 * self.pack_tokens)
+        batch: list[list[int]] = []
+        width = 0
+        for row in rows:
+            w = sum(len(seqs[i]) for i in row)
+            if batch and (len(batch) + 1) * max(width, w) > budget:
+                self._run_packed(batch, seqs, results)
+                batch, width = [], 0
+            batch.append(row)
+            width = max(width, w)
+        if batch:
+            self._run_packed(batch, seqs, results)
+
+    def _run_packed(self, batch: list[list[int]], seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+        width = max(sum(len(seqs[i]) for i in row) for row in batch)
+        ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+        pos = np.zeros((len(batch), width), dtype=np.int64)
+        for r, row in enumerate(batch):
+            a = 0
+            for i in row:
+                n = len(seqs[i])
+                ids[r, a : a + n] = seqs[i]
+                pos[r, a : a + n] = np.arange(n)
+                a += n
+            pos[r, a:] = np.arange(width - a)  # trailing padding: one more sequence of its own
+        device = self.loaded.model.device
+        states = self._states(torch.from_numpy(ids).to(device), None, position_ids=torch.from_numpy(pos).to(device))
+        states = states.float().cpu().numpy()
+        for r, row in enumerate(batch):
+            a = 0
+            for i in row:
+                n = len(seqs[i])
+                results[i] = states[r, a : a + n].copy()
+                a += n
+
+    def _packing_works(self) -> bool:
+        """Whether packed rows give each sequence the states it has alone (they do when the
+        model builds its attention mask from restarting position ids, as transformers'
+        standard decoders do; a model that ignores them would let sequences see each other)."""
+        if self._packing is None:
+            probe = {0: np.array([self.start_id, 11, 12, 13, 14], np.int64), 1: np.array([self.start_id, 21, 22], np.int64)}
+            packed: list[np.ndarray | None] = [None, None]
+            alone: list[np.ndarray | None] = [None, None]
+            try:
+                self._run_packed([[0, 1]], probe, packed)
+                for i in probe:
+                    self._encode_padded({i: probe[i]}, alone)
+                scale = max(float(np.abs(a).max()) for a in alone if a is not None) or 1.0
+                err = max(float(np.abs(p - a).max()) for p, a in zip(packed, alone) if p is not None and a is not None)
+                self._packing = err <= 1e-3 * scale
+            except Exception:  # a model whose forward rejects position_ids without a mask
+                self._packing = False
+        return self._packing
 
     def _check_response_length(self, prompt: np.ndarray, n_response: int) -> None:
         n_total = len(prompt) + n_response

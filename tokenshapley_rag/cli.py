@@ -35,7 +35,7 @@ def _engine(args: argparse.Namespace) -> Any:
 
     _status(f"Loading the encoder ({args.model or 'default SmolLM2-135M-Instruct'}) ...")
     t0 = time.perf_counter()
-    ts = TokenShapley(model=args.model, layer=args.layer, k=args.k, m=args.m, cache_dir=args.cache_dir)
+    ts = TokenShapley(model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir)
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
 
@@ -114,6 +114,10 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", type=int, default=DEFAULT_LAYER, help=f"hidden layer for keys and queries (default {DEFAULT_LAYER})")
     p.add_argument("--k", type=int, default=1, help="neighbours that vote (default 1)")
     p.add_argument("--m", type=int, default=10, help="candidates per answer token (default 10)")
+    p.add_argument(
+        "--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+        help="encoder weights (default float32; bfloat16 is ~3x faster on CPUs with bf16 instructions)",
+    )
     p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
 
 

@@ -162,7 +162,11 @@ def knn_shapley_batch(sims, matches, k: int, *, weighted: bool = True) -> np.nda
     s, m = _check_inputs(sims, matches, ndim=2)
     out = np.zeros(s.shape, dtype=np.float64)
     if s.shape[0] and s.shape[1]:
-        _shapley_rows(s, m, k, bool(weighted), out)
+        # Waking numba's thread pool costs ~1-3 ms, far more than a typical answer's games
+        # (T ~ 100 rows of M = 10 take ~0.1 ms on one thread): small batches run serially.
+        work = s.shape[0] * s.shape[1] * math.comb(s.shape[1], min(k, s.shape[1]) - 1)
+        rows = _shapley_rows if work >= _PARALLEL_WORK else _shapley_rows_serial
+        rows(s, m, k, bool(weighted), out)
     return out
 
 
@@ -411,7 +415,17 @@ def _shapley_row(sims, matches, k, weighted, out):
         out[order[r]] = phi[r]
 
 
+# Rows x candidates x C(candidates, k - 1) above which the rows run on numba's threads.
+_PARALLEL_WORK = 200_000
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _shapley_rows(sims, matches, k, weighted, out):
     for t in numba.prange(sims.shape[0]):
+        _shapley_row(sims[t], matches[t], k, weighted, out[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _shapley_rows_serial(sims, matches, k, weighted, out):
+    for t in range(sims.shape[0]):
         _shapley_row(sims[t], matches[t], k, weighted, out[t])

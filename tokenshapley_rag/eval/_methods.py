@@ -143,7 +143,8 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         options = {
             key: getattr(args, key)
             for key in (
-                "model", "layer", "k", "m", "candidates", "match", "context_weight", "context_scale", "verbatim", "cache_dir"
+                "model", "layer", "k", "m", "dtype", "candidates", "match", "context_weight", "context_scale", "verbatim",
+                "cache_dir",
             )
             if getattr(args, key, None) is not None
         }

@@ -62,6 +62,7 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
     config = AttributorConfig(
         model=args.model, layer=args.layer, k=args.k, m=args.m,
         cache_dir=str(args.cache_dir) if args.cache_dir is not None else None,
+        options={"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {},
     )
     init_kwargs = {"runtime_env": {"working_dir": args.ray_working_dir}} if args.ray_working_dir else None
     out = Path(args.out)

@@ -1,0 +1,125 @@
+"""The encoder's packed sentence encoding and the datastore's exact search, against the
+straightforward computations they replace (issue 8's speed-ups must not change a value)."""
+
+import numpy as np
+import pytest
+
+from tokenshapley_rag import TokenShapley, _datastore
+from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def token_lists(ts):
+    rng = np.random.default_rng(0)
+    vocab = ts.loaded.tokenizer.vocab_size
+    # Sentence-sized lists, one longer than a packed row, and an empty one.
+    lengths = [*rng.integers(1, 40, size=30).tolist(), ts.encoder.pack_tokens + 37, 0]
+    return [rng.integers(50, vocab - 1, size=n).astype(np.int64) for n in lengths]
+
+
+def _encode(encoder, lists, pack_tokens):
+    old = encoder.pack_tokens
+    encoder.pack_tokens = pack_tokens
+    try:
+        return encoder.encode_before(lists)
+    finally:
+        encoder.pack_tokens = old
+
+
+def test_packed_encoding_equals_each_sentence_alone(ts, token_lists):
+    enc = ts.encoder
+    assert enc._packing_works()
+    packed = _encode(enc, token_lists, enc.pack_tokens)
+    padded = _encode(enc, token_lists, None)
+    alone = [enc.encode_before([t])[0] for t in token_lists[:5]]  # batch of one: no padding
+    assert [p.shape for p in packed] == [(len(t), ts.loaded.hidden_size) for t in token_lists]
+    for p, q in zip(packed, padded):
+        np.testing.assert_allclose(p, q, atol=2e-3 * max(1.0, float(np.abs(q).max(initial=0))))
+    for p, a in zip(packed, alone):
+        np.testing.assert_allclose(p, a, atol=2e-3 * float(np.abs(a).max()))
+    # A sentence's first key is the BOS state, whatever was packed before it.
+    firsts = np.stack([p[0] for p in packed if len(p)])
+    np.testing.assert_allclose(firsts, np.broadcast_to(firsts[0], firsts.shape), atol=1e-3 * float(np.abs(firsts).max()))
+
+
+def test_a_model_that_ignores_packed_positions_gets_padded_batches(cache_root, monkeypatch, token_lists):
+    ts = TokenShapley(cache_dir=cache_root, use_disk_cache=False)
+    enc = ts.encoder
+    reference = _encode(enc, token_lists[:8], None)
+    real = enc._states_unlocked
+    # Dropping position ids makes a packed row one long sequence: sentences see each other.
+    monkeypatch.setattr(enc, "_states_unlocked", lambda ids, mask, cache=None, position_ids=None: real(ids, mask, cache))
+    assert not enc._packing_works()
+    for got, want in zip(enc.encode_before(token_lists[:8]), reference):
+        np.testing.assert_allclose(got, want, atol=2e-3 * max(1.0, float(np.abs(want).max(initial=0))))
+
+
+def _store(keys_per_sentence):
+    records = [SentenceRecord(0, i, 0, 1, f"s{i}") for i in range(len(keys_per_sentence))]
+    entries, classes = [], []
+    for i, k in enumerate(keys_per_sentence):
+        n = len(k)
+        # Distinct token ids per sentence: no shared prefixes, keys stay as given.
+        ids = np.arange(n, dtype=np.int64) + 1000 * (i + 1)
+        entries.append(CachedSentence(ids=ids, offsets=np.zeros((n, 2), np.int64), keys=k.astype(np.float16)))
+        classes.append(ids % 7)
+    return Datastore(records, entries, classes)
+
+
+@pytest.mark.parametrize("block", [_datastore._SEARCH_BLOCK, 50])  # one block, and many small ones
+def test_exact_search_equals_brute_force(monkeypatch, block):
+    monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", block)
+    rng = np.random.default_rng(3)
+    store = _store([rng.normal(size=(n, 16)) * 4 for n in (5, 9, 1, 12)])
+    queries = rng.normal(size=(11, 16)).astype(np.float32) * 4
+    d2, idx = store.nearest(queries, 6)
+    brute = ((queries[:, None, :].astype(np.float64) - store.keys[None].astype(np.float64)) ** 2).sum(-1)
+    want = np.argsort(brute, axis=1, kind="stable")[:, :6]
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_allclose(d2, np.take_along_axis(brute, want, axis=1), rtol=1e-4, atol=1e-3)
+    assert (np.diff(d2, axis=1) >= 0).all()
+    # m larger than the datastore: every entry, nearest first.
+    d2_all, idx_all = store.nearest(queries[:2], 100)
+    assert idx_all.shape == (2, store.size) and sorted(idx_all[0].tolist()) == list(range(store.size))
+
+
+def test_warm_build_reads_tokens_from_the_cache_not_the_tokenizer(cache_root, monkeypatch):
+    sources = ["The Eiffel Tower is 330 metres tall. It was completed in 1889.", "Big Ben is in London."]
+    first = TokenShapley(cache_dir=cache_root)
+    cold = first.build_datastore(sources)
+    second = TokenShapley(cache_dir=cache_root)
+    calls = []
+    real = second.encoder.tokenize
+    monkeypatch.setattr(second.encoder, "tokenize", lambda text: calls.append(text) or real(text))
+    warm = second.build_datastore(sources)
+    assert calls == []
+    np.testing.assert_array_equal(warm.token_ids, cold.token_ids)
+    np.testing.assert_array_equal(warm.keys, cold.keys)
+    np.testing.assert_array_equal(warm.token_class, second.build_datastore(sources).token_class)  # memoised classes
+
+
+def test_a_cached_sentence_over_this_instances_limit_is_cut(cache_root):
+    long = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau."
+    TokenShapley(cache_dir=cache_root).build_datastore([long])  # caches the whole sentence
+    short = TokenShapley(cache_dir=cache_root, max_sentence_tokens=8)
+    store = short.build_datastore([long])
+    assert len(store.sentences) >= 3 and max(np.bincount(store.sentence_of)) <= 8
+
+
+def test_bfloat16_encoder_cites_like_float32(cache_root, ts):
+    from tokenshapley_rag.errors import InvalidInputError
+
+    sources = ["The Eiffel Tower is 330 metres tall. It was completed in 1889.", "Big Ben is in London. It was finished in 1859."]
+    answer = "The tower is 330 metres tall and was completed in 1889."
+    bf16 = TokenShapley(cache_dir=cache_root, dtype="bfloat16")
+    assert bf16.config["dtype"] == "bfloat16" and ts.config["dtype"] == "float32"
+    assert bf16.encoder.cache_key != ts.encoder.cache_key  # keys of one dtype never serve the other
+    a = bf16.attribute("How tall is the Eiffel Tower?", sources, answer)
+    b = ts.attribute("How tall is the Eiffel Tower?", sources, answer)
+    best = {c.text: (c.best.source_id, c.best.sentence_index) for c in a.citations if c.best}
+    assert best == {c.text: (c.best.source_id, c.best.sentence_index) for c in b.citations if c.best}
+    assert best["330 metres"] == ("0", 0) and best["1889"] == ("0", 1)
+    with pytest.raises(InvalidInputError, match="dtype must be one of"):
+        TokenShapley(cache_dir=cache_root, dtype="int8")
