@@ -199,7 +199,7 @@ def test_cache_is_hit_on_second_call_and_survives_corruption(cache_root, monkeyp
     # A new instance (empty memory LRU) reads every sentence from disk, encoding nothing.
     second = TokenShapley(cache_dir=cache_root)
     calls = []
-    monkeypatch.setattr(second.encoder, "encode_before", lambda lists: calls.append(lists) or [])
+    monkeypatch.setattr(second.encoder, "encode_before", lambda lists, *rest: calls.append(lists) or [])
     r2 = second.attribute(QUERY, SOURCES, ANSWER)
     assert calls == [] and second.cache.hits == 8 and second.cache.misses == 0
     np.testing.assert_allclose(r1.tokens.scores, r2.tokens.scores)

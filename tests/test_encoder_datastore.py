@@ -123,3 +123,14 @@ def test_bfloat16_encoder_cites_like_float32(cache_root, ts):
     assert best["330 metres"] == ("0", 0) and best["1889"] == ("0", 1)
     with pytest.raises(InvalidInputError, match="dtype must be one of"):
         TokenShapley(cache_dir=cache_root, dtype="int8")
+
+
+@pytest.mark.parametrize("pack_tokens", [256, None])
+def test_progress_counts_every_encoded_token(cache_root, capsys, token_lists, pack_tokens):
+    ts = TokenShapley(cache_dir=cache_root, use_disk_cache=False)
+    ts.encoder.pack_tokens = pack_tokens
+    seen = []
+    ts.encoder.encode_before(token_lists, seen.append)
+    assert sum(seen) == sum(len(t) for t in token_lists) and len(seen) >= 1
+    ts.prepare(["The Eiffel Tower is 330 metres tall. It was completed in 1889."], progress=True)
+    assert "encoding sources" in capsys.readouterr().err

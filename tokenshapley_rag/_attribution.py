@@ -583,15 +583,25 @@ class TokenShapley:
                     index += 1
         return records, entries, tokens
 
-    def build_datastore(self, sources: Sequence[Any]) -> Datastore:
-        """Encode (or load from cache) the keys of every sentence of ``sources``."""
+    def build_datastore(self, sources: Sequence[Any], *, progress: bool = False) -> Datastore:
+        """Encode (or load from cache) the keys of every sentence of ``sources``; with
+        ``progress``, a progress bar of the tokens to encode on stderr."""
         srcs = coerce_sources(sources)
         records, entries, sentence_tokens = self._sentences(srcs)
         key = self.encoder.cache_key
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing:
             toks = [sentence_tokens[i] or self.encoder.tokenize(records[i].text) for i in missing]
-            states = self.encoder.encode_before([t.ids for t in toks])
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=sum(len(t.ids) for t in toks), desc="encoding sources", unit="tok", leave=False)
+            try:
+                states = self.encoder.encode_before([t.ids for t in toks], bar.update if bar is not None else None)
+            finally:
+                if bar is not None:
+                    bar.close()
             for i, tok, st in zip(missing, toks, states):
                 entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=st.astype(np.float16))
                 self.cache.put(key, records[i].text, entry)
@@ -615,9 +625,10 @@ class TokenShapley:
                 self._classes_of_sentence.popitem(last=False)
         return classes
 
-    def prepare(self, sources: Sequence[Any]) -> None:
-        """Encode and cache the sources' sentence keys ahead of :meth:`attribute`."""
-        self.build_datastore(sources)
+    def prepare(self, sources: Sequence[Any], *, progress: bool = False) -> None:
+        """Encode and cache the sources' sentence keys ahead of :meth:`attribute`
+        (``progress``: show a progress bar of the tokens to encode)."""
+        self.build_datastore(sources, progress=progress)
 
     # ------------------------------------------------------------------ attribution
 

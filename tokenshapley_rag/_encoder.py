@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -161,8 +162,13 @@ class CausalLMEncoder:
             handle.remove()
         return captured[0]
 
-    def encode_before(self, token_lists: list[np.ndarray]) -> list[np.ndarray]:
+    def encode_before(
+        self, token_lists: list[np.ndarray], on_tokens: Callable[[int], object] | None = None
+    ) -> list[np.ndarray]:
         """For each token list, the states before each of its tokens: ``(n_i, hidden)`` float32.
+
+        ``on_tokens(n)`` is called after each forward pass with the number of tokens it
+        encoded (for a progress bar).
 
         Each sequence is encoded as ``[BOS] + tokens[:-1]``, on its own: no token attends to
         another sequence. Sequences are packed several to a row of ``pack_tokens`` tokens
@@ -183,12 +189,17 @@ class CausalLMEncoder:
                 todo.append(i)
         seqs = {i: np.concatenate([[self.start_id], token_lists[i][:-1]]).astype(np.int64) for i in todo}
         if todo and self.pack_tokens and self._packing_works():
-            self._encode_packed(seqs, results)
+            self._encode_packed(seqs, results, on_tokens)
         else:
-            self._encode_padded(seqs, results)
+            self._encode_padded(seqs, results, on_tokens)
         return [r for r in results]  # type: ignore[misc]
 
-    def _encode_padded(self, seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+    def _encode_padded(
+        self,
+        seqs: dict[int, np.ndarray],
+        results: list[np.ndarray | None],
+        on_tokens: Callable[[int], object] | None = None,
+    ) -> None:
         """Length-sorted, right-padded batches (right padding leaves a causal model's states
         at real positions unchanged)."""
         order = sorted(seqs, key=lambda i: len(seqs[i]))
@@ -207,6 +218,8 @@ class CausalLMEncoder:
             states = self._states(ids.to(device), mask.to(device)).float().cpu().numpy()
             for row, i in enumerate(batch):
                 results[i] = states[row, : len(seqs[i])].copy()
+            if on_tokens is not None:
+                on_tokens(sum(len(seqs[i]) for i in batch))
             batch.clear()
 
         for i in order:
@@ -215,7 +228,12 @@ class CausalLMEncoder:
             batch.append(i)
         flush()
 
-    def _encode_packed(self, seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+    def _encode_packed(
+        self,
+        seqs: dict[int, np.ndarray],
+        results: list[np.ndarray | None],
+        on_tokens: Callable[[int], object] | None = None,
+    ) -> None:
         """Sequences packed into rows (first fit, longest first); a sequence longer than
         ``pack_tokens`` gets a row of its own."""
         assert self.pack_tokens
@@ -238,14 +256,20 @@ class CausalLMEncoder:
         for row in rows:
             w = sum(len(seqs[i]) for i in row)
             if batch and (len(batch) + 1) * max(width, w) > budget:
-                self._run_packed(batch, seqs, results)
+                self._run_packed(batch, seqs, results, on_tokens)
                 batch, width = [], 0
             batch.append(row)
             width = max(width, w)
         if batch:
-            self._run_packed(batch, seqs, results)
+            self._run_packed(batch, seqs, results, on_tokens)
 
-    def _run_packed(self, batch: list[list[int]], seqs: dict[int, np.ndarray], results: list[np.ndarray | None]) -> None:
+    def _run_packed(
+        self,
+        batch: list[list[int]],
+        seqs: dict[int, np.ndarray],
+        results: list[np.ndarray | None],
+        on_tokens: Callable[[int], object] | None = None,
+    ) -> None:
         width = max(sum(len(seqs[i]) for i in row) for row in batch)
         ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
         pos = np.zeros((len(batch), width), dtype=np.int64)
@@ -266,6 +290,8 @@ class CausalLMEncoder:
                 n = len(seqs[i])
                 results[i] = states[r, a : a + n].copy()
                 a += n
+        if on_tokens is not None:
+            on_tokens(sum(len(seqs[i]) for row in batch for i in row))
 
     def _packing_works(self) -> bool:
         """Whether packed rows give each sequence the states it has alone (they do when the

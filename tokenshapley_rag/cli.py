@@ -59,6 +59,8 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"--source {name!r} is not a file")
         sources.append(Source(id=path.name if args.ids_from_names else str(i), text=path.read_text(encoding="utf-8")))
     ts = _engine(args)
+    _status("Encoding the sources (sentence keys are cached for next time) ...")
+    ts.prepare(sources, progress=True)
     _status("Attributing ...")
     result = ts.attribute(query=_read_text_arg(args.query), sources=sources, response=_read_text_arg(args.response))
     _emit(result, args.format, args.output)

@@ -1,0 +1,57 @@
+"""The ``tokenshapley attribute`` and ``demo`` commands, end to end on the default model."""
+
+import json
+
+import pytest
+
+from tokenshapley_rag.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def source_files(tmp_path):
+    eiffel = tmp_path / "eiffel.txt"
+    eiffel.write_text("The Eiffel Tower is in Paris. It is 330 metres tall.", encoding="utf-8")
+    bigben = tmp_path / "bigben.txt"
+    bigben.write_text("Big Ben is a clock tower in London. It was completed in 1859.", encoding="utf-8")
+    return [str(eiffel), str(bigben)]
+
+
+def test_attribute_writes_json_citations_with_file_name_ids(cache_root, source_files, tmp_path, capsys):
+    out = tmp_path / "result.json"
+    code = main([
+        "attribute", "--query", "How tall is the Eiffel Tower?", "--source", *source_files,
+        "--response", "The Eiffel Tower is 330 metres tall.", "--format", "json", "-o", str(out),
+        "--ids-from-names", "--cache-dir", str(cache_root),
+    ])
+    assert code == 0
+    data = json.loads(out.read_text(encoding="utf-8"))
+    cited = {c["text"]: c["sources"][0]["source_id"] for c in data["citations"] if c["sources"]}
+    assert cited["330 metres"] == "eiffel.txt"
+    err = capsys.readouterr().err
+    assert "Encoding the sources" in err and "Wrote" in err
+
+
+def test_attribute_prints_markdown_footnotes(cache_root, source_files, capsys):
+    assert main([
+        "attribute", "--query", "When was Big Ben completed?", "--source", *source_files,
+        "--response", "Big Ben was completed in 1859.", "--cache-dir", str(cache_root),
+    ]) == 0
+    out = capsys.readouterr().out
+    assert "1859[^" in out and "It was completed in 1859." in out
+
+
+def test_attribute_with_a_missing_source_file_exits_2(cache_root, tmp_path, capsys):
+    code = main(["attribute", "--query", "q", "--source", str(tmp_path / "nope.txt"), "--response", "a",
+                 "--cache-dir", str(cache_root)])
+    assert code == 2
+    assert "nope.txt" in capsys.readouterr().err
+
+
+def test_demo_generates_cites_and_writes_html(cache_root, tmp_path, capsys):
+    html = tmp_path / "demo.html"
+    assert main(["demo", "--max-new-tokens", "24", "--html", str(html), "--cache-dir", str(cache_root)]) == 0
+    out = capsys.readouterr().out
+    assert "[^1]" in out and ("supported" in out or "UNSUPPORTED" in out)
+    assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
