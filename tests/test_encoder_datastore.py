@@ -134,3 +134,48 @@ def test_progress_counts_every_encoded_token(cache_root, capsys, token_lists, pa
     assert sum(seen) == sum(len(t) for t in token_lists) and len(seen) >= 1
     ts.prepare(["The Eiffel Tower is 330 metres tall. It was completed in 1889."], progress=True)
     assert "encoding sources" in capsys.readouterr().err
+
+
+def test_word_or_token_matches_an_absent_word_by_its_pieces(cache_root):
+    sources = ["The Eiffel Tower in Paris was painted in 1889.", "Big Ben in London was completed in 1859."]
+    answer = "Parisians painted the tower."
+    cited = {}
+    for match in ("word", "word_or_token"):
+        ts = TokenShapley(cache_dir=cache_root, match=match)
+        res = ts.attribute("Who painted it?", sources, answer)
+        cited[match] = {c.text: (c.best.source_id if c.best else None, c.supported) for c in res.citations}
+        assert ts.config["match"] == match
+    # "Parisians" is in no source: as a word nothing carries it; its piece "Paris" is in source 0.
+    assert cited["word"]["Parisians"] == (None, False)
+    assert cited["word_or_token"]["Parisians"] == ("0", True)
+    # Words the sources have are matched as words either way.
+    assert cited["word"]["tower"] == cited["word_or_token"]["tower"] == ("0", True)
+
+
+def test_piece_class_searches_equal_brute_force():
+    rng = np.random.default_rng(5)
+    keys = [rng.normal(size=(n, 8)) for n in (6, 4, 7)]
+    records = [SentenceRecord(0, i, 0, 1, f"s{i}") for i in range(3)]
+    entries, words, pieces = [], [], []
+    for i, k in enumerate(keys):
+        ids = np.arange(len(k), dtype=np.int64) + 100 * (i + 1)
+        entries.append(CachedSentence(ids=ids, offsets=np.zeros((len(k), 2), np.int64), keys=k.astype(np.float16)))
+        words.append(rng.integers(0, 5, size=len(k)))
+        pieces.append(rng.integers(0, 3, size=len(k)))
+    store = Datastore(records, entries, words, pieces)
+    queries = rng.normal(size=(9, 8)).astype(np.float32)
+    classes = rng.integers(0, 5, size=9)
+    flags = rng.random(9) < 0.5
+    classes[flags] %= 3
+    d2, idx = store.nearest_of_class(queries, classes, 3, flags)
+    wc, pc = np.concatenate(words), np.concatenate(pieces)
+    for t in range(9):
+        members = np.flatnonzero((pc if flags[t] else wc) == classes[t])
+        dist = ((queries[t] - store.keys[members]) ** 2).sum(1)
+        want = members[np.argsort(dist, kind="stable")[:3]]
+        assert idx[t][idx[t] >= 0].tolist() == want.tolist()
+        carries = {int(store.sentence_of[e]) for e in members}
+        assert set(np.flatnonzero(store.sentences_holding(classes, flags)[t]).tolist()) == carries
+    got = store.matches(idx.clip(0), classes, flags)
+    want = np.where(flags[:, None], pc[idx.clip(0)], wc[idx.clip(0)]) == classes[:, None]
+    np.testing.assert_array_equal(got, want)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources", "context_scores", "context_weights"]
 
 DEFAULT_LAYER = 8
-_MATCH_MODES = ("word", "normalized", "exact")
+_MATCH_MODES = ("word", "word_or_token", "normalized", "exact")
 _CANDIDATE_MODES = ("nearest", "mixed")
 
 
@@ -371,12 +371,14 @@ class TokenShapley:
         counts, so gamma has no effect). Similarities are computed as
         ``exp(-gamma * (d^2 - d^2_nearest))``: the vote game is unchanged by a common
         positive factor, and the nearest entry gets 1, so they cannot all underflow to 0.
-    match : {"word", "normalized", "exact"}, default="word"
+    match : {"word", "word_or_token", "normalized", "exact"}, default="word"
         When a datastore token "equals" an answer token. "exact": same token id.
         "normalized": same decoded text after Unicode NFKC, case folding and stripping
         whitespace, so " Paris" (mid-sentence) matches "Paris" (sentence-initial).
         "word": same normalized text and the same word of the text, so the digits of 2010
-        are no evidence for 2011.
+        are no evidence for 2011. "word_or_token": "word" for answer words that occur in
+        the sources, "normalized" for the others (a paraphrased or inflected word still
+        finds its pieces).
     candidates : {"nearest", "mixed"}, default="mixed"
         "nearest": the ``m`` nearest entries (the paper). "mixed": the ``m // 2`` nearest
         entries carrying the answer token plus the nearest others, so evidence that carries
@@ -488,7 +490,7 @@ class TokenShapley:
         self._class_of_id: dict[int, int] = {}
         self._class_of_text: dict[str, int] = {}
         self._class_of_word: dict[tuple[int, str], int] = {}
-        self._classes_of_sentence: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._classes_of_sentence: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         # Class ids are handed out as len(table): concurrent attribute() calls must not both
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
@@ -514,16 +516,20 @@ class TokenShapley:
             "max_sentence_tokens": self.max_sentence_tokens,
         }
 
-    def _token_classes(self, ids: np.ndarray, text: str, offsets: np.ndarray) -> np.ndarray:
+    def _token_classes(self, ids: np.ndarray, text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Map tokens to match classes: equal class <=> tokens "equal" under ``match``.
 
-        ``text`` and ``offsets`` (the tokens' char offsets into it) give each token's word
-        for ``match="word"``.
+        Returns ``(classes, piece_classes)``: the second is each token's normalized text
+        (what ``match="word_or_token"`` falls back to), equal to the first unless words
+        are matched. ``text`` and ``offsets`` (the tokens' char offsets into it) give each
+        token's word.
         """
         if self.match == "exact":
-            return ids.astype(np.int64)
-        words = token_words(text, offsets) if self.match == "word" else None
+            exact = ids.astype(np.int64)
+            return exact, exact
+        words = token_words(text, offsets) if self.match in ("word", "word_or_token") else None
         out = np.empty(len(ids), dtype=np.int64)
+        pieces = np.empty(len(ids), dtype=np.int64)
         with self._class_lock:
             for i, tid in enumerate(ids.tolist()):
                 norm = self._class_of_id.get(tid)
@@ -531,12 +537,13 @@ class TokenShapley:
                     piece = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
                     norm = self._class_of_text.setdefault(piece, len(self._class_of_text))
                     self._class_of_id[tid] = norm
+                pieces[i] = norm
                 if words is None:
                     out[i] = norm
                 else:
                     word = unicodedata.normalize("NFKC", words[i])
                     out[i] = self._class_of_word.setdefault((norm, word), len(self._class_of_word))
-        return out
+        return out, pieces
 
     # ------------------------------------------------------------------ datastore
 
@@ -607,9 +614,11 @@ class TokenShapley:
                 self.cache.put(key, records[i].text, entry)
                 entries[i] = entry
         done = [e for e in entries if e is not None]
-        return Datastore(records, done, [self._sentence_classes(r.text, e) for r, e in zip(records, done)])
+        classes = [self._sentence_classes(r.text, e) for r, e in zip(records, done)]
+        pieces = [p for _, p in classes] if self.match == "word_or_token" else None
+        return Datastore(records, done, [c for c, _ in classes], pieces)
 
-    def _sentence_classes(self, text: str, entry: CachedSentence) -> np.ndarray:
+    def _sentence_classes(self, text: str, entry: CachedSentence) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_token_classes` of a source sentence, remembered per text (a warm
         datastore would otherwise spend most of its build time here)."""
         with self._class_lock:
@@ -618,7 +627,8 @@ class TokenShapley:
                 self._classes_of_sentence.move_to_end(text)
                 return classes
         classes = self._token_classes(entry.ids, text, entry.offsets)
-        classes.setflags(write=False)
+        for array in classes:
+            array.setflags(write=False)
         with self._class_lock:
             self._classes_of_sentence[text] = classes
             while len(self._classes_of_sentence) > self.cache.memory_items:
@@ -689,15 +699,18 @@ class TokenShapley:
         scores, carries, classes = self._token_sentence_scores(store, response, resp, states)
         return self._assemble(query, response, sources, store, resp, scores, carries, classes)
 
-    def _candidates(self, store: Datastore, queries: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(
+        self, store: Datastore, queries: np.ndarray, classes: np.ndarray, pieces: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``m`` players of each answer token's game: squared distances and entry
-        indices, nearest first (ties: lower entry index first)."""
+        indices, nearest first (ties: lower entry index first). ``classes`` are piece
+        classes on the rows where ``pieces``."""
         m = min(self.m, store.size)
         if self.candidates == "nearest" or m < 2:
             _, idx = store.nearest(queries, m)
         else:
             n_match = m // 2
-            _, idx_a = store.nearest_of_class(queries, classes, n_match)
+            _, idx_a = store.nearest_of_class(queries, classes, n_match, pieces)
             _, idx_b = store.nearest(queries, m)
             idx = np.empty((len(queries), m), np.int64)
             for t in range(len(queries)):
@@ -727,11 +740,18 @@ class TokenShapley:
         a token that matches each answer token, and the answer tokens' match classes."""
         n_tok = len(resp.ids)
         out = np.zeros((n_tok, len(store.sentences)))
-        classes = self._token_classes(resp.ids, response, resp.offsets)
+        classes, piece_classes = self._token_classes(resp.ids, response, resp.offsets)
         if store.size == 0 or n_tok == 0:
             return out, np.zeros((n_tok, len(store.sentences)), dtype=bool), classes
-        carries = store.sentences_holding(classes)
-        d2, idx = self._candidates(store, queries, classes)
+        pieces = None
+        game_classes = classes
+        if self.match == "word_or_token":
+            # A word that no source has is matched token by token (its sub-word pieces are
+            # the only evidence a paraphrase or an inflection leaves).
+            pieces = np.array([len(store.members_of_class(c)) == 0 for c in classes.tolist()], dtype=bool)
+            game_classes = np.where(pieces, piece_classes, classes)
+        carries = store.sentences_holding(game_classes, pieces)
+        d2, idx = self._candidates(store, queries, game_classes, pieces)
         d2 = d2.astype(np.float64)
         if self.gamma == "auto":
             # Per answer token, so that a token's values do not depend on the rest of the
@@ -741,7 +761,7 @@ class TokenShapley:
         else:
             gamma = float(self.gamma)
         sims = np.exp(-gamma * (d2 - d2[:, :1]))
-        matches = store.token_class[idx] == classes[:, None]
+        matches = store.matches(idx, game_classes, pieces)
         phi = knn_shapley_batch(sims, matches, self.k)
         rows = np.repeat(np.arange(n_tok), idx.shape[1])
         np.add.at(out, (rows, store.sentence_of[idx].ravel()), phi.ravel())

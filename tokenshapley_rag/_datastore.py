@@ -189,9 +189,20 @@ class Datastore:
         One per sentence, same order.
     token_classes : list of ndarray
         Per sentence, the match class of each token (see ``TokenShapley``'s ``match``).
+    piece_classes : list of ndarray or None
+        Per sentence, a second, finer-grained class of each token (the token's own
+        normalized text when ``token_classes`` are word classes), for answer tokens that
+        match by piece (``pieces=True`` in the searches); None: the same as
+        ``token_classes``.
     """
 
-    def __init__(self, sentences: list[SentenceRecord], entries: list[CachedSentence], token_classes: list[np.ndarray]) -> None:
+    def __init__(
+        self,
+        sentences: list[SentenceRecord],
+        entries: list[CachedSentence],
+        token_classes: list[np.ndarray],
+        piece_classes: list[np.ndarray] | None = None,
+    ) -> None:
         self.sentences = sentences
         sizes = [len(e.ids) for e in entries]
         self.size = int(sum(sizes))
@@ -208,9 +219,12 @@ class Datastore:
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
             self.sentence_of
         ] if self.size else np.zeros(0, np.int64)
-        # Entries grouped by token class (computed once): a class's members are one slice.
-        self._class_order = np.argsort(self.token_class, kind="stable")
-        self._sorted_class = self.token_class[self._class_order]
+        self.piece_class = (
+            np.concatenate(piece_classes) if self.size and piece_classes is not None else self.token_class
+        )
+        # Entries grouped by class (computed once): a class's members are one slice.
+        self._groups = {False: _group(self.token_class)}
+        self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
         self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
 
     def nearest(self, queries: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -234,30 +248,44 @@ class Datastore:
                 idx_out[a : a + rows] = idx.numpy()
         return d2_out, idx_out
 
-    def members_of_class(self, cls: int) -> np.ndarray:
-        """Indices of the entries whose token class is ``cls`` (ascending)."""
-        lo, hi = np.searchsorted(self._sorted_class, [cls, cls + 1])
-        return self._class_order[lo:hi]
+    def members_of_class(self, cls: int, piece: bool = False) -> np.ndarray:
+        """Indices of the entries whose token class (piece class with ``piece``) is ``cls``
+        (ascending)."""
+        order, sorted_class = self._groups[bool(piece)]
+        lo, hi = np.searchsorted(sorted_class, [cls, cls + 1])
+        return order[lo:hi]
 
-    def sentences_holding(self, classes: np.ndarray) -> np.ndarray:
+    def matches(self, idx: np.ndarray, classes: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
+        """Whether entries ``idx`` (shape ``(T, m)``) carry row ``t``'s class ``classes[t]``
+        (compared with piece classes on rows where ``pieces[t]``)."""
+        if pieces is None or not pieces.any():
+            return self.token_class[idx] == classes[:, None]
+        return np.where(pieces[:, None], self.piece_class[idx], self.token_class[idx]) == classes[:, None]
+
+    def sentences_holding(self, classes: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
         """``(len(classes), n_sentences)`` bool: whether each sentence holds an entry of
-        each class."""
+        each class (a piece class where ``pieces``)."""
         out = np.zeros((len(classes), len(self.sentences)), dtype=bool)
-        for t, c in enumerate(classes.tolist()):
-            out[t, self.sentence_of[self.members_of_class(c)]] = True
+        flags = np.zeros(len(classes), bool) if pieces is None else pieces
+        for t, (c, p) in enumerate(zip(classes.tolist(), flags.tolist())):
+            out[t, self.sentence_of[self.members_of_class(c, p)]] = True
         return out
 
-    def nearest_of_class(self, queries: np.ndarray, classes: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    def nearest_of_class(
+        self, queries: np.ndarray, classes: np.ndarray, m: int, pieces: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """For each query, the ``m`` nearest entries whose token class equals ``classes[t]``
-        (fewer when the datastore has fewer; padded with index -1 and distance inf)."""
+        (piece class where ``pieces[t]``; fewer when the datastore has fewer; padded with
+        index -1 and distance inf)."""
         t = queries.shape[0]
         d2_out = np.full((t, m), np.inf, dtype=np.float32)
         idx_out = np.full((t, m), -1, dtype=np.int64)
-        for c in np.unique(classes):
-            members = self.members_of_class(c)
+        flags = np.zeros(t, bool) if pieces is None else np.asarray(pieces, bool)
+        for c, p in sorted(set(zip(classes.tolist(), flags.tolist()))):
+            members = self.members_of_class(c, p)
             if len(members) == 0:
                 continue
-            rows = np.flatnonzero(classes == c)
+            rows = np.flatnonzero((classes == c) & (flags == p))
             diff = queries[rows][:, None, :] - self.keys[members][None, :, :]
             d2 = np.einsum("tmd,tmd->tm", diff, diff)
             take = min(m, len(members))
@@ -265,6 +293,12 @@ class Datastore:
             d2_out[rows, :take] = np.take_along_axis(d2, part, axis=1)
             idx_out[rows, :take] = members[part]
         return d2_out, idx_out
+
+
+def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Entry indices sorted by class (stable), and the classes in that order."""
+    order = np.argsort(classes, kind="stable")
+    return order, classes[order]
 
 
 def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> None:

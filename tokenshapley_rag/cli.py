@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_eval_arguments(p)
         _add_engine_options(p)
         p.add_argument("--candidates", choices=["nearest", "mixed"], default=None, help="TokenShapley candidate set")
-        p.add_argument("--match", choices=["word", "normalized", "exact"], default=None, help="TokenShapley token matching rule")
+        p.add_argument("--match", choices=["word", "word_or_token", "normalized", "exact"], default=None, help="TokenShapley token matching rule")
         p.add_argument("--context-weight", type=float, default=None, help="weight of the answer-context game (0: the paper's aggregation)")
         p.add_argument("--context-scale", type=float, default=None, help="decay length, in tokens, of the answer-context weights")
         p.add_argument(
