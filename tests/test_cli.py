@@ -55,3 +55,18 @@ def test_demo_generates_cites_and_writes_html(cache_root, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[^1]" in out and ("supported" in out or "UNSUPPORTED" in out)
     assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("It was built. It was completed on 31 March 1889. The statue of", "It was built. It was completed on 31 March 1889."),
+        ("One unfinished sentence", "One unfinished sentence"),
+        ("Done. All done.", "Done. All done."),
+        ('He said "yes." Then', 'He said "yes."'),
+    ],
+)
+def test_demo_drops_an_unfinished_last_sentence(text, kept):
+    from tokenshapley_rag.cli import _complete_sentences
+
+    assert _complete_sentences(text) == kept

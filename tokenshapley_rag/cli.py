@@ -80,6 +80,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     answer = generate_answer(ts.loaded, query, sources, max_new_tokens=args.max_new_tokens)
     _status(f"  generated in {time.perf_counter() - t0:.1f} s")
+    whole = _complete_sentences(answer)
+    if whole != answer:
+        _status(f"  (the answer hit --max-new-tokens; its unfinished last sentence is dropped: {answer[len(whole):].strip()!r})")
+        answer = whole
     _status("Attributing every keyword of the answer to the passages ...")
     t0 = time.perf_counter()
     result = ts.attribute(query=query, sources=sources, response=answer)
@@ -91,6 +95,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     Path(args.html).write_text(result.to_html(), encoding="utf-8")
     _status(f"\nWrote the HTML view to {args.html}")
     return 0
+
+
+def _complete_sentences(text: str) -> str:
+    """``text`` without an unfinished last sentence (one not ending in . ! ? or a closing
+    quote), when there is at least one finished sentence before it."""
+    from tokenshapley_rag._segment import split_sentences
+
+    spans = split_sentences(text)
+    if len(spans) < 2 or text.rstrip()[-1:] in ".!?\"')]»”":
+        return text
+    return text[: spans[-2][1]].rstrip()
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -140,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="answer a question over bundled passages with the local model and cite it")
     p.add_argument("--question", default=None, help="ask something else about the bundled passages")
     p.add_argument("--html", default="tokenshapley-demo.html", help="where to write the HTML view")
-    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--max-new-tokens", type=int, default=64, help="longest answer, in tokens (default 64)")
     _add_engine_options(p)
     p.set_defaults(func=_cmd_demo)
 
