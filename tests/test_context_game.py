@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenshapley_rag import context_scores, context_weights
-from tokenshapley_rag._attribution import sentences_with_sequence
+import re
+
+from tokenshapley_rag._attribution import SentenceTexts, sentences_with_sequence
 
 # 3 answer tokens in one answer sentence; 3 datastore sentences: source 0 has sentences
 # 0 and 1, source 1 has sentence 2.
@@ -66,3 +68,55 @@ def test_sentences_with_sequence_matches_brute_force(sizes, data):
     seq = np.array(data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=4)), dtype=np.int64)
     got = sentences_with_sequence(token_class, sentence_of, len(sizes), seq)
     np.testing.assert_array_equal(got, _brute_force(token_class, sentence_of, len(sizes), seq))
+
+
+@pytest.mark.parametrize(
+    ("phrase", "expected"),
+    [
+        ("voiced", [True, False, True, False, False]),  # "(voiced by", not "unvoiced"
+        ("(voiced", [False, False, True, False, False]),  # punctuation is part of the phrase
+        ("Selena  GOMEZ", [True, False, True, False, False]),  # case and whitespace folded
+        ("sinoatrial node (SA node)", [False, False, False, True, False]),
+        ('"Ukridge Rounds a Nasty Corner"', [False, False, False, False, True]),
+        ("ＵＫＲＩＤＧＥ", [False, False, False, False, True]),  # NFKC: full-width letters
+        ("Gomez. An", [False, False, False, False, False]),  # never across two sentences
+        ("$3.5", [False, False, False, False, False]),  # "$" is kept: it changes the keyword
+        ("...", [False, False, False, False, False]),  # nothing left to match
+    ],
+)
+def test_sentence_texts_find_phrases_word_for_word(phrase, expected):
+    texts = SentenceTexts.of(
+        [
+            "Voiced by Selena Gomez.",
+            "An unvoiced consonant costs 3.5 dollars.",
+            "Mavis Dracula (voiced by Selena Gomez) is Dracula's daughter.",
+            "Norepinephrine acts on the cells of the sinoatrial node (SA node), and so on.",
+            '"Ukridge Rounds a Nasty Corner" is a short story.',
+        ]
+    )
+    assert texts.holding(phrase).tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sentences=st.lists(st.text(alphabet="ab .,", max_size=12), min_size=1, max_size=5),
+    phrase=st.text(alphabet="ab .,", max_size=5),
+)
+def test_sentence_texts_match_brute_force(sentences, phrase):
+    """Oracle: the normalized phrase occurs in the normalized
+    sentence with no word character right before or after it."""
+    norm = lambda t: " ".join(t.split())  # noqa: E731  (ASCII alphabet: NFKC and casefold are no-ops)
+    needle = norm(phrase)
+    expected = []
+    for sent in sentences:
+        hay = norm(sent)
+        hit = False
+        for i in range(len(hay) - len(needle) + 1) if needle else ():
+            if hay[i : i + len(needle)] != needle:
+                continue
+            before_ok = not needle[0].isalnum() or i == 0 or not re.match(r"\w", hay[i - 1])
+            j = i + len(needle)
+            after_ok = not needle[-1].isalnum() or j == len(hay) or not re.match(r"\w", hay[j])
+            hit = hit or (before_ok and after_ok)
+        expected.append(hit)
+    assert SentenceTexts.of(sentences).holding(phrase).tolist() == expected

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord
+from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
@@ -109,7 +111,8 @@ def context_scores(
     members : indices of the span's tokens
     weight, scale : the context weights (:func:`context_weights`)
     verbatim : (n_sentences,) bool, optional
-        Whether each sentence holds the span's whole token sequence (:func:`sentences_with_sequence`).
+        Whether each sentence holds the span word for word (its token classes in a row,
+        :func:`sentences_with_sequence`, or its text, :meth:`SentenceTexts.holding`).
 
     Returns
     -------
@@ -157,6 +160,51 @@ def sentences_with_sequence(
         ok &= (token_class[starts + i] == sequence[i]) & (sentence_of[starts + i] == sentence_of[starts])
     out[sentence_of[starts[ok]]] = True
     return out
+
+
+def _normalize_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+@dataclass(frozen=True)
+class SentenceTexts:
+    """The datastore's sentences, normalized once (NFKC, case folded, whitespace
+    collapsed) and joined, for finding which sentences hold a phrase word for word.
+
+    >>> SentenceTexts.of(["Voiced by Selena Gomez.", "An unvoiced consonant."]).holding("voiced").tolist()
+    [True, False]
+    """
+
+    text: str
+    starts: np.ndarray  # (n_sentences,) start of each sentence in ``text``
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> SentenceTexts:
+        parts, starts, at = [], [], 0
+        for t in texts:
+            norm = _normalize_text(t)
+            starts.append(at)
+            parts.append(norm)
+            at += len(norm) + 1  # "\n" between sentences: a phrase never spans two
+        return cls("\n".join(parts), np.asarray(starts, dtype=np.int64))
+
+    def holding(self, phrase: str) -> np.ndarray:
+        """``(n_sentences,)`` bool: the sentences that contain ``phrase`` (normalized like
+        the sentences, punctuation included) with no word character right before or after
+        it, so "voiced" is found in "(voiced by" but not in "unvoiced"."""
+        out = np.zeros(len(self.starts), dtype=bool)
+        needle = _normalize_text(phrase)
+        if not needle:
+            return out
+        pattern = re.escape(needle)
+        if needle[0].isalnum():
+            pattern = r"(?<!\w)" + pattern
+        if needle[-1].isalnum():
+            pattern += r"(?!\w)"
+        hits = [m.start() for m in re.finditer(pattern, self.text)]
+        if hits:
+            out[np.searchsorted(self.starts, np.asarray(hits), side="right") - 1] = True
+        return out
 
 
 def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: float, scale: float) -> np.ndarray:
@@ -253,6 +301,10 @@ class AttributionResult:
     tokens: TokenScores
     config: dict[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def _sentence_texts(self) -> SentenceTexts:
+        return SentenceTexts.of([s.sentence for s in self.sentence_scores])
+
     @property
     def support(self) -> float:
         """How well the sources support the answer as a whole: the mean
@@ -290,7 +342,11 @@ class AttributionResult:
         weight = float(self.config.get("context_weight", 0.0)) if context else 0.0
         scale = float(self.config.get("context_scale", 1.0))
         t = self.tokens
-        verbatim = t.verbatim(inside) if context and self.config.get("verbatim", False) else None
+        verbatim = (
+            t.verbatim(inside) | self._sentence_texts.holding(self.response[start:end])
+            if context and self.config.get("verbatim", False)
+            else None
+        )
         per_sentence, _own = context_scores(
             t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale, verbatim
         )
@@ -383,23 +439,25 @@ class TokenShapley:
         "nearest": the ``m`` nearest entries (the paper). "mixed": the ``m // 2`` nearest
         entries carrying the answer token plus the nearest others, so evidence that carries
         the token is always among the players when the context has it.
-    context_weight, context_scale : float, default=0.3 and 8.0
+    context_weight, context_scale : float, default=1.0 and 16.0
         The answer-context game: a keyword's score also counts the other tokens of its
         answer sentence, weighted ``context_weight * exp(-d / context_scale)`` (``d`` in
         tokens), for the sources that hold the keyword (:func:`context_scores`). 0 gives
         the paper's plain sum over the keyword's tokens.
     verbatim : bool, default=True
-        When some sources hold a keyword word for word (the same token classes in a row),
-        only they are its candidate sources; otherwise every source holding one of its
-        tokens is. Shared words alone then cannot outvote the source the phrase is from.
+        When some sources hold a keyword word for word (the same token classes in a row,
+        or its text, case-insensitively, as whole words: :class:`SentenceTexts`), only
+        they are its candidate sources; otherwise every source holding one of its tokens
+        is. Shared words alone then cannot outvote the source the phrase is from.
     support_threshold : float, default=0.0
         A keyword is ``supported`` when its best source sentence's score, divided by the
         keyword's number of tokens, exceeds this (see ``KeywordCitation.support``).
     device : str, default="cpu"
     dtype : {"float32", "bfloat16", "float16"} or torch.dtype, default="float32"
-        Weights and activations of the encoder. ``"bfloat16"`` encodes ~3x faster on
-        CPUs with bf16 instructions and measured the same span accuracy on QuoteSum
-        (docs/performance.md); on CPUs without them it can be slower than float32.
+        Weights and activations of the encoder. ``"bfloat16"`` measured the same span
+        accuracy on QuoteSum (docs/performance.md); its speed depends on the CPU's
+        kernels: 2.6x faster than float32 on one 2-core AMD EPYC, 1.6x slower on an
+        Intel Xeon with avx512_bf16 (both measured), so time it on yours.
         Keys are cached per dtype (the fingerprint includes it).
     cache_dir : path or None
         Where converted models and sentence keys are cached; defaults to
@@ -445,8 +503,8 @@ class TokenShapley:
         gamma: float | str = "auto",
         match: str = "word",
         candidates: str = "mixed",
-        context_weight: float = 0.3,
-        context_scale: float = 8.0,
+        context_weight: float = 1.0,
+        context_scale: float = 16.0,
         verbatim: bool = True,
         support_threshold: float = 0.0,
         device: str = "cpu",
@@ -610,7 +668,7 @@ class TokenShapley:
                 if bar is not None:
                     bar.close()
             for i, tok, st in zip(missing, toks, states):
-                entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=st.astype(np.float16))
+                entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st))
                 self.cache.put(key, records[i].text, entry)
                 entries[i] = entry
         done = [e for e in entries if e is not None]
@@ -783,6 +841,7 @@ class TokenShapley:
         answer_sentence = _assign_sentences(resp.offsets, split_sentences(response))
         n_sent = len(store.sentences)
         sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
+        sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
         citations: list[KeywordCitation] = []
         for ki, kw in enumerate(keywords):
             if not kw.citable:
@@ -795,6 +854,7 @@ class TokenShapley:
             if n_sent:
                 verbatim = (
                     sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
+                    | sentence_texts.holding(kw.text)
                     if self.verbatim
                     else None
                 )

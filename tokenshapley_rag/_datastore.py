@@ -27,13 +27,31 @@ logger = logging.getLogger(__name__)
 _FORMAT_VERSION = 1
 
 
+_FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def storage_keys(keys: np.ndarray) -> np.ndarray:
+    """Keys in the precision they are cached in: float16 (half the bytes, below the
+    search's resolution), or float32 when a value is beyond float16's range (65504), as
+    Gemma-3's middle layers reach ~1e5 at the BOS position, which float16 would turn
+    into inf.
+
+    >>> storage_keys(np.array([[1.0, -2.5]])).dtype, storage_keys(np.array([[1e5, 0.0]])).dtype
+    (dtype('float16'), dtype('float32'))
+    """
+    keys = np.asarray(keys)
+    if keys.size and float(np.abs(keys).max()) > _FLOAT16_MAX:
+        return keys.astype(np.float32)
+    return keys.astype(np.float16)
+
+
 @dataclass(frozen=True, slots=True)
 class CachedSentence:
-    """Token ids, offsets (into the sentence) and keys (float16) of one sentence."""
+    """Token ids, offsets (into the sentence) and keys (:func:`storage_keys`) of one sentence."""
 
     ids: np.ndarray  # (n,) int64
     offsets: np.ndarray  # (n, 2) int64, into the sentence text
-    keys: np.ndarray  # (n, hidden) float16
+    keys: np.ndarray  # (n, hidden) float16, or float32 beyond float16's range
 
 
 class SentenceCache:
@@ -117,7 +135,7 @@ class SentenceCache:
             text=np.frombuffer(text.encode("utf-8"), dtype=np.uint8),
             ids=entry.ids.astype(np.int64),
             offsets=entry.offsets.astype(np.int64),
-            keys=entry.keys.astype(np.float16),
+            keys=storage_keys(entry.keys),
         )
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
         try:

@@ -133,7 +133,7 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", type=int, default=10, help="candidates per answer token (default 10)")
     p.add_argument(
         "--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
-        help="encoder weights (default float32; bfloat16 is ~3x faster on CPUs with bf16 instructions)",
+        help="encoder weights (default float32; bfloat16 gives the same citations and is faster on some CPUs, slower on others)",
     )
     p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
 
