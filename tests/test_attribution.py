@@ -104,6 +104,21 @@ def test_context_decides_between_sources_holding_the_same_span(ts):
     assert res3.span_scores(second, second + len("The tower"))["2"] == own3 <= 0
 
 
+def test_verbatim_rule_finds_phrases_by_text_and_cut_words(ts):
+    # "(voiced by" holds "voiced" word for word although the tokenizer splits it apart;
+    # a span cut inside a word ("evapor" of "evaporates") is found inside words too.
+    sources = ["Mavis (voiced by Selena Gomez) is a vampire.", "Water evaporates from the sea.", "Vapour rises."]
+    answer = "Selena Gomez voiced Mavis. Sea water evaporates."
+    res = ts.attribute(query="Q", sources=sources, response=answer)
+    voiced = answer.index("voiced")
+    scores = res.span_scores(voiced, voiced + len("voiced"))
+    assert scores["0"] > 0 and scores["1"] == scores["2"] == -np.inf
+    cut = answer.index("evapor")
+    scores = res.span_scores(cut, cut + len("evapor"))
+    assert np.isfinite(scores["1"]) and scores["0"] == scores["2"] == -np.inf  # the only candidate
+    assert max(scores, key=scores.get) == "1"
+
+
 def test_word_matching_keeps_numbers_whole(ts):
     # Digits are single tokens; "word" matching requires the whole number, so 2010's
     # digits are no evidence for 2011.

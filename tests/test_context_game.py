@@ -101,8 +101,10 @@ def test_sentence_texts_find_phrases_word_for_word(phrase, expected):
 @given(
     sentences=st.lists(st.text(alphabet="ab .,", max_size=12), min_size=1, max_size=5),
     phrase=st.text(alphabet="ab .,", max_size=5),
+    open_start=st.booleans(),
+    open_end=st.booleans(),
 )
-def test_sentence_texts_match_brute_force(sentences, phrase):
+def test_sentence_texts_match_brute_force(sentences, phrase, open_start, open_end):
     """Oracle: the normalized phrase occurs in the normalized
     sentence with no word character right before or after it."""
     norm = lambda t: " ".join(t.split())  # noqa: E731  (ASCII alphabet: NFKC and casefold are no-ops)
@@ -114,9 +116,10 @@ def test_sentence_texts_match_brute_force(sentences, phrase):
         for i in range(len(hay) - len(needle) + 1) if needle else ():
             if hay[i : i + len(needle)] != needle:
                 continue
-            before_ok = not needle[0].isalnum() or i == 0 or not re.match(r"\w", hay[i - 1])
+            before_ok = open_start or not needle[0].isalnum() or i == 0 or not re.match(r"\w", hay[i - 1])
             j = i + len(needle)
-            after_ok = not needle[-1].isalnum() or j == len(hay) or not re.match(r"\w", hay[j])
+            after_ok = open_end or not needle[-1].isalnum() or j == len(hay) or not re.match(r"\w", hay[j])
             hit = hit or (before_ok and after_ok)
         expected.append(hit)
-    assert SentenceTexts.of(sentences).holding(phrase).tolist() == expected
+    got = SentenceTexts.of(sentences).holding(phrase, open_start=open_start, open_end=open_end)
+    assert got.tolist() == expected

@@ -191,10 +191,16 @@ class SentenceTexts:
             at += len(norm) + 1  # "\n" between sentences: a phrase never spans two
         return cls("\n".join(parts), np.asarray(starts, dtype=np.int64))
 
-    def holding(self, phrase: str) -> np.ndarray:
+    def holding(self, phrase: str, *, open_start: bool = False, open_end: bool = False) -> np.ndarray:
         """``(n_sentences,)`` bool: the sentences that contain ``phrase`` (normalized like
         the sentences, punctuation included) with no word character right before or after
-        it, so "voiced" is found in "(voiced by" but not in "unvoiced"."""
+        it, so "voiced" is found in "(voiced by" but not in "unvoiced". ``open_start`` /
+        ``open_end``: the phrase starts / ends inside a word where it was cut from (a span
+        "evapor" of "evaporates"), so no boundary is required on that side.
+
+        >>> SentenceTexts.of(["It evaporates.", "Vapour."]).holding("evapor", open_end=True).tolist()
+        [True, False]
+        """
         out = np.zeros(len(self.starts), dtype=bool)
         needle = _normalize_text(phrase)
         if not needle:
@@ -202,7 +208,8 @@ class SentenceTexts:
         # str.find, then the boundary checks by hand: a regex with look-arounds is not
         # searched by its literal prefix and took ~2 ms per keyword on 50k characters.
         text, n = self.text, len(needle)
-        check_before, check_after = _is_word_char(needle[0]), _is_word_char(needle[-1])
+        check_before = _is_word_char(needle[0]) and not open_start
+        check_after = _is_word_char(needle[-1]) and not open_end
         hits = []
         i = text.find(needle)
         while i != -1:
@@ -352,8 +359,14 @@ class AttributionResult:
         weight = float(self.config.get("context_weight", 0.0)) if context else 0.0
         scale = float(self.config.get("context_scale", 1.0))
         t = self.tokens
+        text = self.response
         verbatim = (
-            t.verbatim(inside) | self._sentence_texts.holding(self.response[start:end])
+            t.verbatim(inside)
+            | self._sentence_texts.holding(
+                text[start:end],
+                open_start=start > 0 and _is_word_char(text[start - 1]) and _is_word_char(text[start]),
+                open_end=end < len(text) and _is_word_char(text[end - 1]) and _is_word_char(text[end]),
+            )
             if context and self.config.get("verbatim", False)
             else None
         )
