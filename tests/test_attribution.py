@@ -119,6 +119,18 @@ def test_verbatim_rule_finds_phrases_by_text_and_cut_words(ts):
     assert max(scores, key=scores.get) == "1"
 
 
+def test_each_cited_source_scores_its_span_score_and_quotes_the_keyword(result):
+    for c in result.citations:
+        in_sources = result.span_scores(c.start, c.end)
+        assert [a.score for a in c.sources] == sorted((a.score for a in c.sources), reverse=True)
+        assert len({a.source_id for a in c.sources}) == len(c.sources)  # one entry per source
+        for a in c.sources:
+            assert a.score > 0 and a.score == pytest.approx(in_sources[a.source_id])
+            source = next(s for s in SOURCES if s.id == a.source_id)
+            if c.text.lower() in source.text.lower():
+                assert c.text.lower() in a.sentence.lower(), (c.text, a.sentence)
+
+
 def test_word_matching_keeps_numbers_whole(ts):
     # Digits are single tokens; "word" matching requires the whole number, so 2010's
     # digits are no evidence for 2011.
@@ -161,8 +173,12 @@ def test_scores_add_up(result, ts):
     assert holds == {"bigben"}
     eligible = np.array([s.source_id in holds for s in result.sentence_scores])
     in_context = np.where(eligible, weights @ result.tokens.scores, -np.inf)
-    assert c.best.score == pytest.approx(in_context[best_col])
-    assert [a.score for a in c.sources] == pytest.approx(sorted(in_context[in_context > 0], reverse=True))
+    # A source's score sums its sentences' context values; it is cited by its best
+    # sentence that holds the keyword, and it equals span_scores for that source.
+    bigben_total = in_context[eligible].sum()
+    assert [(a.source_id, a.score) for a in c.sources] == [("bigben", pytest.approx(bigben_total))]
+    holding = [j for j, s in enumerate(result.sentence_scores) if "1859" in s.sentence]
+    assert best_col == max(holding, key=lambda j: in_context[j])
     in_sources = result.span_scores(c.start, c.end)
     assert in_sources["eiffel"] == in_sources["statue"] == -np.inf
     assert in_sources["bigben"] == pytest.approx(in_context[eligible].sum())

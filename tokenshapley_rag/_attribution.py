@@ -887,12 +887,8 @@ class TokenShapley:
                 )
             else:
                 per_sentence = own = np.zeros(0)
-            order = np.argsort(-per_sentence, kind="stable")
-            attributions = tuple(
-                _source_attribution(sources, store.sentences[j], float(per_sentence[j]))
-                for j in order
-                if per_sentence[j] > 0
-            )
+            holds = verbatim if verbatim is not None and verbatim.any() else carries[members].any(axis=0)
+            attributions = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)
             support = float(own.max()) / len(members) if n_sent else 0.0
             citations.append(
                 KeywordCitation(
@@ -947,6 +943,36 @@ def _torch_dtype(dtype: Any) -> Any:
     if isinstance(dtype, str) and dtype in _DTYPES:
         return getattr(torch, dtype)
     raise InvalidInputError(f"dtype must be one of {_DTYPES} or a torch.dtype, got {dtype!r}")
+
+
+def _rank_sources(
+    sources: list[Source],
+    records: list[SentenceRecord],
+    sentence_source: np.ndarray,
+    per_sentence: np.ndarray,
+    holds: np.ndarray,
+) -> tuple[SourceAttribution, ...]:
+    """A keyword's sources, best first: each candidate source scores the sum of its
+    sentences' values (what :meth:`AttributionResult.span_scores` gives it) and is listed
+    when that is positive, with the sentence it is cited by: its best-scoring sentence
+    among those that hold the keyword (``holds``), so the quoted sentence contains the
+    keyword whenever the source does; its best sentence otherwise."""
+    if len(per_sentence) == 0:
+        return ()
+    finite = np.isfinite(per_sentence)
+    totals = np.zeros(len(sources))
+    np.add.at(totals, sentence_source[finite], per_sentence[finite])
+    candidate = np.zeros(len(sources), dtype=bool)
+    candidate[sentence_source[finite]] = True
+    out = []
+    for src in np.argsort(-totals, kind="stable"):
+        if not candidate[src] or totals[src] <= 0:
+            continue
+        mine = np.flatnonzero((sentence_source == src) & finite)
+        pool = mine[holds[mine]] if holds[mine].any() else mine
+        best = pool[np.argmax(per_sentence[pool])]
+        out.append(_source_attribution(sources, records[best], float(totals[src])))
+    return tuple(out)
 
 
 def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float) -> SourceAttribution:

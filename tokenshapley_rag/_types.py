@@ -36,13 +36,16 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class SourceAttribution:
-    """How much one source sentence explains a keyword.
+    """How much one source explains a keyword, and the sentence of it that is cited.
 
-    ``score`` is a sum of exact Shapley values (see ``docs/method.md``): for each token of
-    the keyword, the value that the datastore entries of this sentence contribute to the
-    game "does the nearest evidence carry this token?", summed over the keyword's tokens.
-    It lies in [-n, n] for a keyword of n tokens; positive means the sentence supports it.
-    ``sentence_start`` / ``sentence_end`` are character offsets into the source's text.
+    ``score`` is a sum of exact Shapley values (see ``docs/method.md``): the value that
+    the source's datastore entries contribute to the keyword's game (its tokens' games
+    "does the nearest evidence carry this token?", plus the other tokens of its answer
+    sentence with decaying weights), i.e. ``AttributionResult.span_scores`` of the
+    keyword for this source. Positive means the source supports the keyword in its
+    context. ``sentence`` is the source's best-scoring sentence among those holding the
+    keyword (any sentence if none does); ``sentence_start`` / ``sentence_end`` are
+    character offsets into the source's text.
     """
 
     source_id: str
@@ -69,7 +72,8 @@ class KeywordCitation:
     """A keyword of the answer and the source sentences it came from.
 
     ``start`` / ``end`` are character offsets into the answer (``answer[start:end] ==
-    text``). ``sources`` holds every source sentence with a positive score, best first.
+    text``). ``sources`` holds every source with a positive score, best first, each with
+    the sentence it is cited by.
     ``supported`` is False when no source gives the keyword positive evidence (the
     exact definition is in :class:`tokenshapley_rag.TokenShapley`'s docstring).
     """
