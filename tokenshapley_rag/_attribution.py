@@ -305,7 +305,8 @@ class AttributionResult:
     """Keyword citations of one answer, with source-, sentence- and token-level scores.
 
     Scores are sums of exact Shapley values (see :class:`TokenShapley`), so they add up:
-    a keyword's score for a source is the sum over its tokens; ``source_scores`` sums over
+    a keyword's score for a source is the weighted sum over its tokens and their answer
+    context, over the source's sentences (:meth:`span_scores`); ``source_scores`` sums over
     all answer tokens, stopwords included.
     """
 

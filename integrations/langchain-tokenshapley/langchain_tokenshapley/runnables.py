@@ -36,11 +36,11 @@ class TokenShapleyCitations(RunnableSerializable[dict[str, Any], list[dict[str, 
     - ``doc_id``: ``Document.id`` of the cited document, or its position in ``context`` as a
       string (``"0"``, ``"1"``, ...) when it has no id.
     - ``metadata``: a copy of the cited document's ``metadata``.
-    - ``score``: TokenShapley score of the cited sentence for this keyword, the sum over the
-      keyword's tokens of exact Shapley values (positive means supporting evidence; at most
-      the number of tokens).
-    - ``sentence``, ``sentence_start``, ``sentence_end``: the cited sentence and its character
-      offsets into the document's ``page_content``.
+    - ``score``: TokenShapley score of the cited document for this keyword, a sum of exact
+      Shapley values over the document's sentences of the keyword's game in its answer
+      context (``AttributionResult.span_scores``; positive means supporting evidence).
+    - ``sentence``, ``sentence_start``, ``sentence_end``: the document's best sentence that
+      holds the keyword and its character offsets into the document's ``page_content``.
     - ``supported``: whether some source sentence gives the keyword positive evidence.
 
     ``doc_id``, ``metadata``, ``score`` and the sentence fields are None when no document
