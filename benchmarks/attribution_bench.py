@@ -1246,7 +1246,8 @@ def build_report(data: dict) -> dict:
     L.append("## What ran")
     L.append("")
     core = data["core"]
-    L.append(f"* Command: `PYTHONPATH=/tmp/wt-bench HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 {cmd.strip()}` (started "
+    pythonpath = str(Path(core["path"]).parent)
+    L.append(f"* Command: `PYTHONPATH={pythonpath} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 {cmd.strip()}` (started "
              f"{data['date']}, {elapsed / 60:.0f} min).")
     L.append(f"* Core measured: `tokenshapley_rag` imported from `{core['path']}`, commit {core['commit']}"
              f"{' with local changes' if core['dirty'] else ' (clean)'}.")
@@ -1254,8 +1255,9 @@ def build_report(data: dict) -> dict:
              f"transformers {mach['transformers']}, faiss {mach['faiss']}. torch / numba / faiss threads: {args.threads}.")
     L.append(f"* **Load average (1 / 5 / 15 min)**: start {loads['start']}, after the per-answer runs {loads['per_answer']}, "
              f"after ContextCite {loads['contextcite']}, after the speed-ups {loads.get('speedups', 'n/a')}, end {loads['end']} "
-             "(the scaling tables give the load per row). The 2 cores were shared with other jobs: absolute "
-             "seconds are inflated and noisy; the ratios compare calls interleaved in the same repeat (medians over repeats).")
+             "(the scaling tables give the load per row; the benchmark's own 2 threads make a load of ~2). Above that, "
+             "other jobs shared the cores and absolute seconds are inflated; the ratios compare calls interleaved in the "
+             "same repeat (medians over repeats).")
     L.append(f"* Model: the default encoder ({info['model']}, float32, {info['num_layers']} layers, hidden {info['hidden']}); "
              f"TokenShapley defaults (layer {info['layer']}, K={info['k']}, M={info['m']}, candidates={info['candidates']}, "
              f"match={info['match']}, packed encoding with pack_tokens={info.get('pack_tokens')}). *bf16* rows: a second "
