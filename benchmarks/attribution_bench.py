@@ -169,6 +169,7 @@ def reset_cache(ts, root) -> None:
 
     ts.cache = SentenceCache(root)
     ts._classes_of_sentence.clear()
+    getattr(ts, "_datastores", {}).clear()  # remembered datastores (6539c13 and later)
 
 
 def core_info() -> dict:
@@ -343,6 +344,7 @@ def measure_case(b: Bench, query, sources, answer, *, lm_floor=True, generate=Fa
         store = probed_build_datastore(ts, srcs, st, "warm_")
         ts.cache._memory.clear()
         ts._classes_of_sentence.clear()
+        getattr(ts, "_datastores", {}).clear()
         store = probed_build_datastore(ts, srcs, st, "disk_")
         probe = Probe(st)
         probe.wrap(ts.encoder, "_states", "answer_pass")  # the forward pass inside encode_response
@@ -1284,6 +1286,11 @@ def build_report(data: dict) -> dict:
         trows.append([f"warm attribution ≤ {WARM_TARGET} × one encoder pass over query + answer ({n_ans} {args.dataset} answers)",
                       f"{fmt_s(mean['warm_total'])} vs {fmt_s(mean['answer_pass'])} (its own pass); vs the pass timed apart: "
                       f"{fmt_s(mean['encoder_forward'])}, ratio {fmt_r(warm_sep)}", fmt_r(warm_r), verdict(warm_r <= WARM_TARGET)])
+    if mean.get("api_warm") and mean.get("answer_pass"):
+        memo_r = mean["api_warm"] / mean["answer_pass"]
+        trows.append(["(same, `attribute()` end to end on the same sources again: the datastore is remembered, not rebuilt)",
+                      f"{fmt_s(mean['api_warm'])} vs {fmt_s(mean['answer_pass'])} (mean of medians; the pass from the chain above)",
+                      fmt_r(memo_r), verdict(memo_r <= WARM_TARGET)])
     if disk_r is not None:
         trows.append(["(same, sentence keys read back from the disk cache)",
                       f"{fmt_s(mean['disk_total'])} vs {fmt_s(mean['answer_pass'])}; vs the pass timed apart {fmt_r(disk_sep)}",

@@ -249,6 +249,31 @@ def test_cache_is_hit_on_second_call_and_survives_corruption(cache_root, monkeyp
     assert fourth.cache.corrupt == 0 and fourth.cache.hits == 8
 
 
+def test_datastore_of_the_same_sources_is_remembered(cache_root, monkeypatch):
+    from tokenshapley_rag import _attribution
+
+    ts = TokenShapley(cache_dir=cache_root)
+    builds = []
+    real = ts.build_datastore
+    monkeypatch.setattr(ts, "build_datastore", lambda srcs, **kw: builds.append(len(srcs)) or real(srcs, **kw))
+    first = ts.attribute(QUERY, SOURCES, ANSWER)
+    again = ts.attribute("Another question?", SOURCES, "Big Ben was completed in 1859.")
+    assert builds == [3]  # the second call reused the first call's datastore
+    np.testing.assert_allclose(first.tokens.scores, ts.attribute(QUERY, SOURCES, ANSWER).tokens.scores)
+    assert again.citations and builds == [3]
+    ts.attribute(QUERY, SOURCES[:2], ANSWER)  # other sources: built
+    assert builds == [3, 2]
+    # Only the last few source lists, and only datastores up to the size limit, are kept.
+    for i in range(_attribution._DATASTORE_MEMO_ITEMS):
+        ts.attribute(QUERY, [f"Source number {i} holds 1859."], ANSWER)
+    ts.attribute(QUERY, SOURCES, ANSWER)
+    assert builds[-1] == 3 and len(builds) == 2 + _attribution._DATASTORE_MEMO_ITEMS + 1
+    monkeypatch.setattr(_attribution, "_DATASTORE_MEMO_TOKENS", 5)
+    big = TokenShapley(cache_dir=cache_root)
+    big.attribute(QUERY, SOURCES, ANSWER)
+    assert len(big._datastores) == 0
+
+
 def test_unicode_offsets(ts):
     sources = ["東京は日本の首都です。人口は1400万人です。", "Le café « Chez Zoë » ouvre à 7 h. Ünïcödé naïve test ☕🎉."]
     answer = "Tokyo (東京) has 1400万人; Zoë's café ☕ opens at 7 h, na\u0308ive 🎉."

@@ -34,6 +34,10 @@ __all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources",
 DEFAULT_LAYER = 8
 _MATCH_MODES = ("word", "word_or_token", "normalized", "exact")
 _CANDIDATE_MODES = ("nearest", "mixed")
+# Datastores of the last few source lists kept per TokenShapley (see _datastore_for):
+# at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
+_DATASTORE_MEMO_ITEMS = 4
+_DATASTORE_MEMO_TOKENS = 65_536
 
 
 def coerce_sources(sources: Iterable[Any]) -> list[Source]:
@@ -576,6 +580,8 @@ class TokenShapley:
         # Class ids are handed out as len(table): concurrent attribute() calls must not both
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
+        self._datastores: OrderedDict[tuple[str, ...], Datastore] = OrderedDict()
+        self._datastore_lock = threading.Lock()
 
     # ------------------------------------------------------------------ configuration
 
@@ -717,6 +723,26 @@ class TokenShapley:
                 self._classes_of_sentence.popitem(last=False)
         return classes
 
+    def _datastore_for(self, sources: list[Source]) -> Datastore:
+        """:meth:`build_datastore`, remembered for the last few source lists: the same
+        retrieved chunks attributed again (another answer, a stream, a retry) skip the
+        rebuild from the sentence cache, which at 16k context tokens costs more than the
+        answer's encoder pass (docs/performance.md). Datastores above
+        ``_DATASTORE_MEMO_TOKENS`` entries are not kept (memory)."""
+        key = tuple(s.text for s in sources)
+        with self._datastore_lock:
+            store = self._datastores.get(key)
+            if store is not None:
+                self._datastores.move_to_end(key)
+                return store
+        store = self.build_datastore(sources)
+        if store.size <= _DATASTORE_MEMO_TOKENS:
+            with self._datastore_lock:
+                self._datastores[key] = store
+                while len(self._datastores) > _DATASTORE_MEMO_ITEMS:
+                    self._datastores.popitem(last=False)
+        return store
+
     def prepare(self, sources: Sequence[Any], *, progress: bool = False) -> None:
         """Encode and cache the sources' sentence keys ahead of :meth:`attribute`
         (``progress``: show a progress bar of the tokens to encode)."""
@@ -747,7 +773,7 @@ class TokenShapley:
         if not response.strip():
             raise EmptyTextError("response is empty or only whitespace: there is nothing to attribute")
         srcs = coerce_sources(sources)
-        store = self.build_datastore(srcs)
+        store = self._datastore_for(srcs)
         resp_tok = self.encoder.tokenize(response)
         queries = self.encoder.encode_response(query, resp_tok)
         return self._result(query, response, srcs, store, resp_tok, queries)

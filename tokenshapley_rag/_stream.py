@@ -60,7 +60,7 @@ class AttributionStream:
         self._ts = ts
         self.query = query
         self.sources = coerce_sources(sources)
-        self._store = ts.build_datastore(self.sources)
+        self._store = ts._datastore_for(self.sources)
         self._encoding = ts.encoder.response_encoding(query)
         self._text = ""
         self._n_sentences = 0  # sentences returned so far
