@@ -135,13 +135,22 @@ def context_scores(
     n_sources = int(sentence_source.max()) + 1
     exact = verbatim is not None and bool(np.any(verbatim))
     holds = np.zeros(n_sources, dtype=bool)
-    np.logical_or.at(holds, sentence_source, verbatim if exact else carries[members].any(axis=0))
+    np.logical_or.at(holds, sentence_source, holding_sentences(carries, members, verbatim))
     candidate = holds[sentence_source]
     if weight > 0:
         in_context = context_weights(answer_sentence, members, weight, scale) @ scores
     else:
         in_context = own
     return np.where(candidate, in_context, -np.inf if exact else own), own
+
+
+def holding_sentences(carries: np.ndarray, members: np.ndarray, verbatim: np.ndarray | None) -> np.ndarray:
+    """``(n_sentences,)`` bool: the sentences that hold a span, as :func:`context_scores`
+    decides its candidates: those holding it word for word when any does, otherwise
+    those holding at least one of its tokens."""
+    if verbatim is not None and verbatim.any():
+        return verbatim
+    return carries[members].any(axis=0)
 
 
 def sentences_with_sequence(
@@ -914,7 +923,7 @@ class TokenShapley:
                 )
             else:
                 per_sentence = own = np.zeros(0)
-            holds = verbatim if verbatim is not None and verbatim.any() else carries[members].any(axis=0)
+            holds = holding_sentences(carries, members, verbatim)
             attributions = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)
             support = float(own.max()) / len(members) if n_sent else 0.0
             citations.append(
@@ -987,14 +996,12 @@ def _rank_sources(
     if len(per_sentence) == 0:
         return ()
     finite = np.isfinite(per_sentence)
-    totals = np.zeros(len(sources))
+    totals = np.zeros(len(sources))  # a source that is no candidate stays at 0: never listed
     np.add.at(totals, sentence_source[finite], per_sentence[finite])
-    candidate = np.zeros(len(sources), dtype=bool)
-    candidate[sentence_source[finite]] = True
     out = []
     for src in np.argsort(-totals, kind="stable"):
-        if not candidate[src] or totals[src] <= 0:
-            continue
+        if totals[src] <= 0:
+            break  # sorted: the rest are not positive either
         mine = np.flatnonzero((sentence_source == src) & finite)
         pool = mine[holds[mine]] if holds[mine].any() else mine
         best = pool[np.argmax(per_sentence[pool])]
