@@ -90,9 +90,10 @@ DATASTORE_LABELS = {"segment": "sentence split (rest of _sentences)", "lookup": 
                     "index": "Datastore(...) (concat, prefix keys, key norms)", "other": "rest"}
 GROUPS = ("answer encoding", "neighbour search", "Shapley", "aggregation")
 SUBSTEPS = {
-    "neighbour search": (("classes_answer", "answer token classes"), ("carries", "sentences_holding"),
-                         ("search_exact", "exact search (Datastore.nearest)"), ("search_class", "nearest_of_class"),
-                         ("search_rest", "merge + exact re-rank")),
+    "neighbour search": (("classes_answer", "answer token classes"), ("class_mask", "class masks (Datastore.class_mask)"),
+                         ("carries", "sentences_holding"),
+                         ("search_core", "distance matrix + both top-m (Datastore._search)"),
+                         ("search_rest", "merge of the two candidate lists")),
     "Shapley": (("shapley_engine", "knn_shapley_batch"), ("shapley_rest", "similarities + scatter")),
 }
 
@@ -258,10 +259,10 @@ def probed_result(ts, query, response, srcs, store, resp, queries, st: Steps):
 
     probe = Probe(st)
     probe.wrap(ts, "_token_classes", "classes_answer")
+    probe.wrap(Datastore, "class_mask", "class_mask")
     probe.wrap(Datastore, "sentences_holding", "carries")
     probe.wrap(ts, "_candidates", "candidates")
-    probe.wrap(Datastore, "nearest", "search_exact")
-    probe.wrap(Datastore, "nearest_of_class", "search_class")
+    probe.wrap(Datastore, "_search", "search_core")
     probe.wrap(attribution, "knn_shapley_batch", "shapley_engine")
     probe.wrap(ts, "_token_sentence_scores", "scores_total")
     probe.wrap(ts, "_assemble", "aggregate")
@@ -426,8 +427,8 @@ def totals(t: dict) -> dict:
     attribution, and the exclusive seconds of each group and sub-step."""
     g = lambda k: t.get(k, 0.0)  # noqa: E731
     out = dict(t)
-    search = g("classes_answer") + g("carries") + g("candidates")
-    out["search_rest"] = g("candidates") - g("search_exact") - g("search_class")
+    search = g("classes_answer") + g("class_mask") + g("carries") + g("candidates")
+    out["search_rest"] = g("candidates") - g("search_core")
     out["shapley_rest"] = g("scores_total") - search - g("shapley_engine")
     out["answer encoding"] = g("encode_answer")
     out["neighbour search"] = search

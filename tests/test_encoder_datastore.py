@@ -179,3 +179,31 @@ def test_piece_class_searches_equal_brute_force():
     got = store.matches(idx.clip(0), classes, flags)
     want = np.where(flags[:, None], pc[idx.clip(0)], wc[idx.clip(0)]) == classes[:, None]
     np.testing.assert_array_equal(got, want)
+
+
+def test_mixed_candidates_equal_brute_force_and_break_ties_by_index():
+    # Sentences 0 and 2 have the same tokens, so _share_prefix_keys gives them one set of
+    # keys: their entries are at exactly equal distances from every query, and the lower
+    # index must come first whatever the rounding of the distance matrix.
+    rng = np.random.default_rng(11)
+    token_ids = [np.array([5, 6, 7, 8]), np.array([9, 10, 11]), np.array([5, 6, 7, 8]), np.array([12, 5, 6])]
+    records = [SentenceRecord(i, 0, 0, 1, f"s{i}") for i in range(len(token_ids))]
+    entries = [
+        CachedSentence(ids=ids, offsets=np.zeros((len(ids), 2), np.int64), keys=rng.normal(size=(len(ids), 8)).astype(np.float16) * 30)
+        for ids in token_ids
+    ]
+    store = Datastore(records, entries, [ids % 3 for ids in token_ids])
+    assert (store.keys[0:4] == store.keys[7:11]).all()
+    queries = (rng.normal(size=(13, 8)) * 30).astype(np.float32)
+    queries[:4] = store.keys[[0, 1, 7, 8]]  # at distance 0 from a pair of equal keys
+    classes = rng.integers(0, 3, size=13)
+    m, n_match = 6, 3
+    d2, idx = store.mixed_nearest(queries, m, n_match, store.class_mask(classes))
+    for t in range(len(queries)):
+        exact = ((queries[t].astype(np.float64) - store.keys.astype(np.float64)) ** 2).sum(1)
+        by_distance = np.lexsort((np.arange(store.size), exact))
+        matched = [int(i) for i in by_distance if store.token_class[i] == classes[t]][:n_match]
+        chosen = matched + [int(i) for i in by_distance if int(i) not in matched][: m - len(matched)]
+        want = sorted(chosen, key=lambda i: (exact[i], i))
+        assert idx[t].tolist() == want, t
+        np.testing.assert_allclose(d2[t], exact[want], rtol=1e-4, atol=1e-2)

@@ -129,28 +129,48 @@ def context_scores(
     context decides between the sources that carry the span and cannot pull it to one
     that does not.
     """
-    own = scores[members].sum(axis=0)
-    if len(members) == 0 or scores.shape[1] == 0:
-        return own, own
-    n_sources = int(sentence_source.max()) + 1
-    exact = verbatim is not None and bool(np.any(verbatim))
-    holds = np.zeros(n_sources, dtype=bool)
-    np.logical_or.at(holds, sentence_source, holding_sentences(carries, members, verbatim))
-    candidate = holds[sentence_source]
-    if weight > 0:
-        in_context = context_weights(answer_sentence, members, weight, scale) @ scores
-    else:
-        in_context = own
-    return np.where(candidate, in_context, -np.inf if exact else own), own
+    in_context, own, _ = span_games(
+        scores, carries, sentence_source, answer_sentence, [np.asarray(members, dtype=np.int64)], weight, scale,
+        None if verbatim is None else np.asarray(verbatim, bool)[None, :],
+    )
+    return in_context[0], own[0]
 
 
-def holding_sentences(carries: np.ndarray, members: np.ndarray, verbatim: np.ndarray | None) -> np.ndarray:
-    """``(n_sentences,)`` bool: the sentences that hold a span, as :func:`context_scores`
-    decides its candidates: those holding it word for word when any does, otherwise
-    those holding at least one of its tokens."""
-    if verbatim is not None and verbatim.any():
-        return verbatim
-    return carries[members].any(axis=0)
+def span_games(
+    scores: np.ndarray,
+    carries: np.ndarray,
+    sentence_source: np.ndarray,
+    answer_sentence: np.ndarray,
+    spans: Sequence[np.ndarray],
+    weight: float,
+    scale: float,
+    verbatim: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`context_scores` of several spans at once (one row per span, ``verbatim``
+    ``(len(spans), n_sentences)``), and the sentences that hold each span: those holding
+    it word for word when any does, otherwise those holding at least one of its tokens.
+
+    Returns ``(in_context, own, holds)``, three ``(len(spans), n_sentences)`` arrays.
+    """
+    n_tok, n_sent = scores.shape
+    member = np.zeros((len(spans), n_tok), dtype=bool)
+    for r, m in enumerate(spans):
+        member[r, m] = True
+    own = member.astype(scores.dtype) @ scores
+    if n_sent == 0:
+        return own, own, np.zeros(own.shape, dtype=bool)
+    nonempty = member.any(axis=1)
+    holds = member @ carries  # bool matmul: some member token's class is in the sentence
+    exact = np.zeros(len(spans), dtype=bool)
+    if verbatim is not None:
+        exact = verbatim.any(axis=1) & nonempty
+        holds = np.where(exact[:, None], verbatim, holds)
+    in_context = _context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
+    # Candidates: the sentences of every source holding the span.
+    in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
+    candidate = (holds @ in_source)[:, sentence_source] & nonempty[:, None]
+    rest = np.where(exact[:, None], -np.inf, own)
+    return np.where(candidate, in_context, rest), own, holds
 
 
 def sentences_with_sequence(
@@ -250,14 +270,23 @@ def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: fl
     >>> context_weights(np.array([0, 0, 0, 0, 1]), np.array([1]), 0.5, 1.0).round(3).tolist()
     [0.184, 1.0, 0.184, 0.068, 0.0]
     """
-    w = np.zeros(len(answer_sentence))
-    if len(members) == 0:
-        return w
-    if weight > 0:
-        same = np.flatnonzero(answer_sentence == answer_sentence[members[0]])
-        d = np.minimum(np.abs(same - members.min()), np.abs(same - members.max()))
-        w[same] = weight * np.exp(-d / scale)
-    w[members] = 1.0
+    return _context_weight_rows(answer_sentence, [np.asarray(members, dtype=np.int64)], weight, scale)[0]
+
+
+def _context_weight_rows(answer_sentence: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float) -> np.ndarray:
+    """:func:`context_weights` of each span, one row per span."""
+    n_tok = len(answer_sentence)
+    w = np.zeros((len(spans), n_tok))
+    filled = [r for r, m in enumerate(spans) if len(m)]
+    if weight > 0 and filled:
+        first = np.array([spans[r].min() for r in filled])
+        last = np.array([spans[r].max() for r in filled])
+        t = np.arange(n_tok)[None, :]
+        d = np.minimum(np.abs(t - first[:, None]), np.abs(t - last[:, None]))
+        same = answer_sentence[None, :] == answer_sentence[first][:, None]
+        w[filled] = np.where(same, weight * np.exp(-d / scale), 0.0)
+    for r in filled:
+        w[r, spans[r]] = 1.0
     return w
 
 
@@ -625,22 +654,24 @@ class TokenShapley:
             exact = ids.astype(np.int64)
             return exact, exact
         words = token_words(text, offsets) if self.match in ("word", "word_or_token") else None
-        out = np.empty(len(ids), dtype=np.int64)
-        pieces = np.empty(len(ids), dtype=np.int64)
+        pieces = []
         with self._class_lock:
-            for i, tid in enumerate(ids.tolist()):
-                norm = self._class_of_id.get(tid)
+            of_id = self._class_of_id
+            for tid in ids.tolist():
+                norm = of_id.get(tid)
                 if norm is None:
                     piece = unicodedata.normalize("NFKC", self.loaded.tokenizer.decode([tid])).casefold().strip()
                     norm = self._class_of_text.setdefault(piece, len(self._class_of_text))
-                    self._class_of_id[tid] = norm
-                pieces[i] = norm
-                if words is None:
-                    out[i] = norm
-                else:
-                    word = unicodedata.normalize("NFKC", words[i])
-                    out[i] = self._class_of_word.setdefault((norm, word), len(self._class_of_word))
-        return out, pieces
+                    of_id[tid] = norm
+                pieces.append(norm)
+            if words is None:
+                return np.array(pieces, dtype=np.int64), np.array(pieces, dtype=np.int64)
+            of_word = self._class_of_word
+            out = [
+                of_word.setdefault((norm, word), len(of_word))
+                for norm, word in zip(pieces, (unicodedata.normalize("NFKC", w) for w in words))
+            ]
+        return np.array(out, dtype=np.int64), np.array(pieces, dtype=np.int64)
 
     # ------------------------------------------------------------------ datastore
 
@@ -816,39 +847,14 @@ class TokenShapley:
         scores, carries, classes = self._token_sentence_scores(store, response, resp, states)
         return self._assemble(query, response, sources, store, resp, scores, carries, classes)
 
-    def _candidates(
-        self, store: Datastore, queries: np.ndarray, classes: np.ndarray, pieces: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, store: Datastore, queries: np.ndarray, same_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``m`` players of each answer token's game: squared distances and entry
-        indices, nearest first (ties: lower entry index first). ``classes`` are piece
-        classes on the rows where ``pieces``."""
+        indices, nearest first (ties: lower entry index first). ``same_class``: which
+        entries carry each token's class (:meth:`Datastore.class_mask`)."""
         m = min(self.m, store.size)
         if self.candidates == "nearest" or m < 2:
-            _, idx = store.nearest(queries, m)
-        else:
-            n_match = m // 2
-            _, idx_a = store.nearest_of_class(queries, classes, n_match, pieces)
-            _, idx_b = store.nearest(queries, m)
-            idx = np.empty((len(queries), m), np.int64)
-            for t in range(len(queries)):
-                chosen = [int(i) for i in idx_a[t] if i >= 0]
-                taken = set(chosen)
-                for i in idx_b[t].tolist():
-                    if len(chosen) == m:
-                        break
-                    if i not in taken:
-                        chosen.append(i)
-                        taken.add(i)
-                idx[t] = chosen
-        # Distances of the chosen entries computed again, directly: the search's |q|^2 + |k|^2
-        # - 2 q.k loses ~1e-2 to cancellation, enough to reorder entries whose keys are
-        # equal (every sentence-initial token has the same key), and the search above
-        # mixes two ways of computing them. Equal keys must give equal distances, so the
-        # order of a game's players does not depend on rounding.
-        diff = queries[:, None, :].astype(np.float32) - store.keys[idx]
-        d2 = np.einsum("tmd,tmd->tm", diff, diff)
-        order = np.lexsort((idx, d2), axis=-1)
-        return np.take_along_axis(d2, order, axis=1), np.take_along_axis(idx, order, axis=1)
+            return store.nearest(queries, m)
+        return store.mixed_nearest(queries, m, m // 2, same_class)
 
     def _token_sentence_scores(
         self, store: Datastore, response: str, resp: TokenizedText, queries: np.ndarray
@@ -867,8 +873,9 @@ class TokenShapley:
             # the only evidence a paraphrase or an inflection leaves).
             pieces = np.array([len(store.members_of_class(c)) == 0 for c in classes.tolist()], dtype=bool)
             game_classes = np.where(pieces, piece_classes, classes)
-        carries = store.sentences_holding(game_classes, pieces)
-        d2, idx = self._candidates(store, queries, game_classes, pieces)
+        same_class = store.class_mask(game_classes, pieces)
+        carries = store.sentences_holding(game_classes, pieces, mask=same_class)
+        d2, idx = self._candidates(store, queries, same_class)
         d2 = d2.astype(np.float64)
         if self.gamma == "auto":
             # Per answer token, so that a token's values do not depend on the rest of the
@@ -880,8 +887,9 @@ class TokenShapley:
         sims = np.exp(-gamma * (d2 - d2[:, :1]))
         matches = store.matches(idx, game_classes, pieces)
         phi = knn_shapley_batch(sims, matches, self.k)
-        rows = np.repeat(np.arange(n_tok), idx.shape[1])
-        np.add.at(out, (rows, store.sentence_of[idx].ravel()), phi.ravel())
+        n_sent = len(store.sentences)
+        cell = (np.arange(n_tok)[:, None] * n_sent + store.sentence_of[idx]).ravel()
+        out = np.bincount(cell, weights=phi.ravel(), minlength=n_tok * n_sent).reshape(n_tok, n_sent)
         return out, carries, classes
 
     def _assemble(
@@ -901,37 +909,38 @@ class TokenShapley:
         n_sent = len(store.sentences)
         sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
         sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
+        # Each keyword's tokens: token_kw grouped by keyword (ascending token order within).
+        by_kw = np.argsort(token_kw, kind="stable")
+        bounds = np.searchsorted(token_kw[by_kw], np.arange(len(keywords) + 1))
+        cited = [
+            (kw, by_kw[bounds[ki] : bounds[ki + 1]])
+            for ki, kw in enumerate(keywords)
+            if kw.citable and bounds[ki + 1] > bounds[ki]
+        ]
+        # Ranked by each keyword's game in its answer context; support is judged on the
+        # keyword's own tokens only, so context cannot make an invented keyword supported.
+        verbatim = None
+        if self.verbatim and n_sent and cited:
+            verbatim = np.stack([
+                sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
+                | sentence_texts.holding(kw.text)
+                for kw, members in cited
+            ])
+        per_sentence, own, holds = span_games(
+            scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
+            self.context_weight, self.context_scale, verbatim,
+        )
+        best_own = own.max(axis=1) if n_sent else np.zeros(len(cited))
+        ranked = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)
         citations: list[KeywordCitation] = []
-        for ki, kw in enumerate(keywords):
-            if not kw.citable:
-                continue
-            members = np.flatnonzero(token_kw == ki)
-            if len(members) == 0:
-                continue
-            # Ranked by the keyword's game in its answer context; support is judged on the
-            # keyword's own tokens only, so context cannot make an invented keyword supported.
-            if n_sent:
-                verbatim = (
-                    sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
-                    | sentence_texts.holding(kw.text)
-                    if self.verbatim
-                    else None
-                )
-                per_sentence, own = context_scores(
-                    scores, carries, sentence_source, answer_sentence, members, self.context_weight, self.context_scale,
-                    verbatim,
-                )
-            else:
-                per_sentence = own = np.zeros(0)
-            holds = holding_sentences(carries, members, verbatim)
-            attributions = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)
-            support = float(own.max()) / len(members) if n_sent else 0.0
+        for r, (kw, members) in enumerate(cited):
+            support = float(best_own[r]) / len(members)
             citations.append(
                 KeywordCitation(
                     text=kw.text,
                     start=kw.start,
                     end=kw.end,
-                    sources=attributions,
+                    sources=ranked[r],
                     supported=support > self.support_threshold,
                     support=support,
                 )
@@ -955,7 +964,7 @@ class TokenShapley:
             context_classes=store.token_class,
             context_sentence=store.sentence_of,
         )
-        return AttributionResult(
+        result = AttributionResult(
             query=query,
             response=response,
             sources=sources,
@@ -965,6 +974,8 @@ class TokenShapley:
             tokens=tokens,
             config=self.config,
         )
+        result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
+        return result
 
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -987,26 +998,34 @@ def _rank_sources(
     sentence_source: np.ndarray,
     per_sentence: np.ndarray,
     holds: np.ndarray,
-) -> tuple[SourceAttribution, ...]:
-    """A keyword's sources, best first: each candidate source scores the sum of its
-    sentences' values (what :meth:`AttributionResult.span_scores` gives it) and is listed
-    when that is positive, with the sentence it is cited by: its best-scoring sentence
-    among those that hold the keyword (``holds``), so the quoted sentence contains the
-    keyword whenever the source does; its best sentence otherwise."""
-    if len(per_sentence) == 0:
-        return ()
+) -> list[tuple[SourceAttribution, ...]]:
+    """Each keyword's sources, best first (one row of ``per_sentence`` and ``holds`` per
+    keyword): each candidate source scores the sum of its sentences' values (what
+    :meth:`AttributionResult.span_scores` gives it) and is listed when that is positive,
+    with the sentence it is cited by: its best-scoring sentence among those that hold the
+    keyword (``holds``), so the quoted sentence contains the keyword whenever the source
+    does; its best sentence otherwise."""
+    n_kw, n_sent = per_sentence.shape
+    if n_sent == 0:
+        return [()] * n_kw
     finite = np.isfinite(per_sentence)
-    totals = np.zeros(len(sources))  # a source that is no candidate stays at 0: never listed
-    np.add.at(totals, sentence_source[finite], per_sentence[finite])
+    totals = np.zeros((n_kw, len(sources)))  # a source that is no candidate stays at 0: never listed
+    cited_by = np.zeros((n_kw, len(sources)), dtype=np.int64)
+    for src in np.unique(sentence_source).tolist():
+        cols = np.flatnonzero(sentence_source == src)
+        values, ok = per_sentence[:, cols], finite[:, cols]
+        totals[:, src] = np.where(ok, values, 0.0).sum(axis=1)
+        held = holds[:, cols] & ok
+        pool = np.where(held.any(axis=1, keepdims=True), held, ok)
+        cited_by[:, src] = cols[np.argmax(np.where(pool, values, -np.inf), axis=1)]
     out = []
-    for src in np.argsort(-totals, kind="stable"):
-        if totals[src] <= 0:
-            break  # sorted: the rest are not positive either
-        mine = np.flatnonzero((sentence_source == src) & finite)
-        pool = mine[holds[mine]] if holds[mine].any() else mine
-        best = pool[np.argmax(per_sentence[pool])]
-        out.append(_source_attribution(sources, records[best], float(totals[src])))
-    return tuple(out)
+    for r in range(n_kw):
+        listed = np.flatnonzero(totals[r] > 0)
+        out.append(tuple(
+            _source_attribution(sources, records[cited_by[r, src]], float(totals[r, src]))
+            for src in listed[np.argsort(-totals[r, listed], kind="stable")].tolist()
+        ))
+    return out
 
 
 def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float) -> SourceAttribution:
@@ -1023,17 +1042,14 @@ def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float
 def _assign_tokens(offsets: np.ndarray, keywords: list[Keyword]) -> np.ndarray:
     """Index of the keyword each token overlaps most (-1: punctuation or space only)."""
     out = np.full(len(offsets), -1, dtype=np.int64)
-    if not keywords:
+    if not keywords or not len(offsets):
         return out
     starts = np.array([k.start for k in keywords])
     ends = np.array([k.end for k in keywords])
-    for t, (a, b) in enumerate(offsets.tolist()):
-        if b <= a:
-            continue
-        overlap = np.minimum(ends, b) - np.maximum(starts, a)
-        best = int(np.argmax(overlap))
-        if overlap[best] > 0:
-            out[t] = best
+    overlap = np.minimum(ends[None, :], offsets[:, 1:2]) - np.maximum(starts[None, :], offsets[:, 0:1])
+    best = np.argmax(overlap, axis=1)
+    ok = (offsets[:, 1] > offsets[:, 0]) & (overlap[np.arange(len(offsets)), best] > 0)
+    out[ok] = best[ok]
     return out
 
 

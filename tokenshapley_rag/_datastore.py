@@ -189,13 +189,17 @@ class SentenceRecord:
 
 # Query rows x entries per block of the exact search's distance matrix (64 MiB of float32).
 _SEARCH_BLOCK = 1 << 24
+# Entries a search takes beyond the m it returns, to re-rank by directly computed distances.
+_SLACK = 8
 
 
 class Datastore:
     """Keys, token values and provenance of every context token, searched exactly.
 
     Search is one matrix product per block of queries, ``|k|^2 - 2 q.k`` against cached
-    key norms, then a top-m. A datastore holds one answer's retrieved context (10^3-10^5
+    key norms, then a top-m over all entries and, for the "mixed" candidates, one over the
+    entries of each query's class, from the same matrix (:meth:`mixed_nearest`). A
+    datastore holds one answer's retrieved context (10^3-10^5
     tokens), where this exact search is 3-4x faster than faiss's flat index on this CPU
     (measured in docs/performance.md) and needs no second copy of the keys; an
     approximate index would trade exactness for nothing at these sizes.
@@ -231,7 +235,8 @@ class Datastore:
             else np.zeros((0, hidden), dtype=np.float32)
         )
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
-        _share_prefix_keys(self.keys, [e.ids for e in entries])
+        # Entry i's key equals entry _representative[i]'s, bit for bit.
+        self._representative = _share_prefix_keys(self.keys, [e.ids for e in entries])
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -245,26 +250,85 @@ class Datastore:
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
         self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
 
-    def nearest(self, queries: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    def nearest(self, queries: np.ndarray, m: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Squared L2 distances and entry indices of the ``m`` nearest entries per query,
-        nearest first: two ``(T, min(m, size))`` arrays."""
+        nearest first (ties: lower index first): two ``(T, min(m, size))`` arrays. With
+        ``mask`` (``(T, size)`` bool, e.g. :meth:`class_mask`) only the entries where
+        ``mask[t]`` are searched for query ``t``; rows with fewer are padded with index -1
+        and distance inf."""
+        return self._search(queries, [(m, mask)])[0]
+
+    def mixed_nearest(self, queries: np.ndarray, m: int, n_match: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The "mixed" candidates of each query: its ``n_match`` nearest entries where
+        ``mask[t]``, then its nearest other entries up to ``m`` in all; ``(T, min(m, size))``
+        distances and indices, nearest first (ties: lower index first). One distance matrix
+        serves both searches.
+
+        >>> store = Datastore([SentenceRecord(0, 0, 0, 1, "s")],
+        ...     [CachedSentence(np.arange(3), np.zeros((3, 2), np.int64), np.array([[0.], [1.], [5.]]))], [np.array([0, 0, 1])])
+        >>> store.mixed_nearest(np.array([[0.]]), 2, 1, store.class_mask(np.array([1])))[1].tolist()
+        [[0, 2]]
+        """
         m = min(m, self.size)
+        (d2_a, idx_a), (d2_b, idx_b) = self._search(queries, [(n_match, mask), (m, None)])
+        # Every row has m players: the matched ones, then the nearest not already chosen
+        # (idx_b holds m distinct entries, so the union always has m).
+        dup = (idx_b[:, :, None] == idx_a[:, None, :]).any(axis=2)
+        idx = np.concatenate([idx_a, idx_b], axis=1)
+        d2 = np.concatenate([d2_a, d2_b], axis=1)
+        take = np.concatenate([idx_a >= 0, ~dup], axis=1)
+        pick = np.argsort(~take, axis=1, kind="stable")[:, :m]
+        d2, idx = np.take_along_axis(d2, pick, axis=1), np.take_along_axis(idx, pick, axis=1)
+        order = np.lexsort((idx, d2), axis=-1)
+        return np.take_along_axis(d2, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+    def _search(self, queries: np.ndarray, requests: list[tuple[int, np.ndarray | None]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each request ``(m, mask)``, :meth:`nearest` with that ``m`` and ``mask``,
+        from one distance matrix: ``|q|^2 + |k|^2 - 2 q.k``, one matrix product per block
+        of queries against cached key norms (float32, like faiss's flat index).
+
+        Entries with equal keys (every sentence-initial token has the BOS state's key,
+        :func:`_share_prefix_keys`) take the distance of one representative, so rounding
+        cannot order them, and equal distances are ordered by entry index: the order of a
+        game's players never depends on rounding. A search over all entries takes
+        ``_SLACK`` more entries than asked before that ordering (so ties at the cut are
+        kept up to that many); a masked search orders all the entries its mask allows.
+        """
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        d2_out = np.zeros((q.shape[0], m), np.float32)
-        idx_out = np.zeros((q.shape[0], m), np.int64)
-        if m == 0 or q.shape[0] == 0:
-            return d2_out, idx_out
+        t_rows = q.shape[0]
+        out = [
+            (np.full((t_rows, min(m, self.size)), np.inf, np.float32), np.full((t_rows, min(m, self.size)), -1, np.int64))
+            for m, _ in requests
+        ]
+        if not self.size or not t_rows or not any(min(m, self.size) for m, _ in requests):
+            return out
         keys, norms = torch.from_numpy(self.keys), torch.from_numpy(self._norms)
+        rep = torch.from_numpy(self._representative)
+        q_norms = np.einsum("td,td->t", q, q)
         rows = max(1, _SEARCH_BLOCK // self.size)
         with torch.inference_mode():
-            for a in range(0, q.shape[0], rows):
-                qt = torch.from_numpy(q[a : a + rows])
-                partial = torch.addmm(norms[None, :], qt, keys.T, alpha=-2.0)  # |k|^2 - 2 q.k
-                d2, idx = torch.topk(partial, m, dim=1, largest=False, sorted=True)
-                d2 += torch.einsum("td,td->t", qt, qt)[:, None]
-                d2_out[a : a + rows] = d2.clamp_min_(0.0).numpy()
-                idx_out[a : a + rows] = idx.numpy()
-        return d2_out, idx_out
+            for a in range(0, t_rows, rows):
+                b = min(a + rows, t_rows)
+                d2 = torch.addmm(norms[None, :], torch.from_numpy(q[a:b]), keys.T, alpha=-2.0).index_select(1, rep)
+                d2 = d2.numpy()
+                d2 += q_norms[a:b, None]
+                np.maximum(d2, 0.0, out=d2)
+                for (m, mask), (d_out, i_out) in zip(requests, out):
+                    if d_out.shape[1] == 0:
+                        continue
+                    if mask is None:
+                        width = min(m + _SLACK, self.size)
+                        cols = torch.topk(torch.from_numpy(d2), width, dim=1, largest=False, sorted=False).indices.numpy()
+                        dist = np.take_along_axis(d2, cols, axis=1)
+                    else:
+                        dist, cols = _masked_rows(d2, mask[a:b])
+                    order = np.lexsort((cols, dist), axis=-1)[:, : d_out.shape[1]]
+                    width = order.shape[1]
+                    d_out[a:b, :width] = np.take_along_axis(dist, order, axis=1)
+                    i_out[a:b, :width] = np.take_along_axis(cols, order, axis=1)
+        for d_out, i_out in out:
+            i_out[np.isinf(d_out)] = -1
+        return out
 
     def members_of_class(self, cls: int, piece: bool = False) -> np.ndarray:
         """Indices of the entries whose token class (piece class with ``piece``) is ``cls``
@@ -273,6 +337,15 @@ class Datastore:
         lo, hi = np.searchsorted(sorted_class, [cls, cls + 1])
         return order[lo:hi]
 
+    def class_mask(self, classes: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
+        """``(len(classes), size)`` bool: whether each entry's token class equals
+        ``classes[t]`` (its piece class on rows where ``pieces[t]``)."""
+        classes = np.asarray(classes)[:, None]
+        same = self.token_class[None, :] == classes
+        if pieces is not None and np.any(pieces):
+            same = np.where(np.asarray(pieces, bool)[:, None], self.piece_class[None, :] == classes, same)
+        return same
+
     def matches(self, idx: np.ndarray, classes: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
         """Whether entries ``idx`` (shape ``(T, m)``) carry row ``t``'s class ``classes[t]``
         (compared with piece classes on rows where ``pieces[t]``)."""
@@ -280,13 +353,20 @@ class Datastore:
             return self.token_class[idx] == classes[:, None]
         return np.where(pieces[:, None], self.piece_class[idx], self.token_class[idx]) == classes[:, None]
 
-    def sentences_holding(self, classes: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
+    def sentences_holding(
+        self, classes: np.ndarray, pieces: np.ndarray | None = None, *, mask: np.ndarray | None = None
+    ) -> np.ndarray:
         """``(len(classes), n_sentences)`` bool: whether each sentence holds an entry of
-        each class (a piece class where ``pieces``)."""
-        out = np.zeros((len(classes), len(self.sentences)), dtype=bool)
-        flags = np.zeros(len(classes), bool) if pieces is None else pieces
-        for t, (c, p) in enumerate(zip(classes.tolist(), flags.tolist())):
-            out[t, self.sentence_of[self.members_of_class(c, p)]] = True
+        each class (a piece class where ``pieces``); ``mask``: :meth:`class_mask` of the
+        same arguments, when the caller has it already."""
+        if mask is None:
+            mask = self.class_mask(classes, pieces)
+        out = np.zeros((mask.shape[0], len(self.sentences)), dtype=bool)
+        if self.size and mask.shape[0]:
+            # Entries are stored sentence by sentence: one reduction per run of entries.
+            starts = np.searchsorted(self.sentence_of, np.arange(len(self.sentences)))
+            filled = np.bincount(self.sentence_of, minlength=len(self.sentences)) > 0
+            out[:, filled] = np.logical_or.reduceat(mask, starts[filled], axis=1)
         return out
 
     def nearest_of_class(
@@ -295,22 +375,19 @@ class Datastore:
         """For each query, the ``m`` nearest entries whose token class equals ``classes[t]``
         (piece class where ``pieces[t]``; fewer when the datastore has fewer; padded with
         index -1 and distance inf)."""
-        t = queries.shape[0]
-        d2_out = np.full((t, m), np.inf, dtype=np.float32)
-        idx_out = np.full((t, m), -1, dtype=np.int64)
-        flags = np.zeros(t, bool) if pieces is None else np.asarray(pieces, bool)
-        for c, p in sorted(set(zip(classes.tolist(), flags.tolist()))):
-            members = self.members_of_class(c, p)
-            if len(members) == 0:
-                continue
-            rows = np.flatnonzero((classes == c) & (flags == p))
-            diff = queries[rows][:, None, :] - self.keys[members][None, :, :]
-            d2 = np.einsum("tmd,tmd->tm", diff, diff)
-            take = min(m, len(members))
-            part = np.argsort(d2, axis=1, kind="stable")[:, :take]
-            d2_out[rows, :take] = np.take_along_axis(d2, part, axis=1)
-            idx_out[rows, :take] = members[part]
-        return d2_out, idx_out
+        return self.nearest(queries, m, self.class_mask(classes, pieces))
+
+
+def _masked_rows(d2: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries ``mask`` allows in each row of ``d2``, as two ``(rows, most allowed)``
+    arrays of distances and entry indices, padded with distance inf."""
+    rows, cols = np.nonzero(mask)  # row by row
+    width = int(np.bincount(rows, minlength=d2.shape[0]).max(initial=0)) if len(rows) else 0
+    dist = np.full((d2.shape[0], max(width, 1)), np.inf, dtype=d2.dtype)
+    index = np.full(dist.shape, d2.shape[1], dtype=np.int64)
+    at = np.arange(len(rows)) - np.searchsorted(rows, rows)  # position within its row
+    dist[rows, at], index[rows, at] = d2[rows, cols], cols
+    return dist, index
 
 
 def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -319,7 +396,7 @@ def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, classes[order]
 
 
-def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> None:
+def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.ndarray:
     """Give entries whose sentences start with the same tokens one and the same key.
 
     A key depends only on its sentence's tokens before it, so such entries have equal
@@ -327,9 +404,11 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> None
     different batches, or rebuilt after a cache loss, they differ in their last bits,
     and those bits would then decide which of two equally near entries wins a game.
     Sentences are sorted by token sequence; each takes the keys of its predecessor for
-    the prefix they share (in place, so the representative is deterministic).
+    the prefix they share (in place, so the representative is deterministic). Returns,
+    per entry, the index of the entry whose key it now shares (itself when none).
     """
     starts = np.concatenate([[0], np.cumsum([len(ids) for ids in sentence_ids])]).astype(np.int64)
+    representative = np.arange(starts[-1], dtype=np.int64)
     order = sorted(range(len(sentence_ids)), key=lambda i: (sentence_ids[i].tolist(), i))
     for prev, cur in zip(order, order[1:]):
         a, b = sentence_ids[prev], sentence_ids[cur]
@@ -341,3 +420,5 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> None
         # The key before token j depends on tokens [0, j): keys 0..shared are equal.
         width = min(shared + 1, n)
         keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]
+        representative[starts[cur] : starts[cur] + width] = representative[starts[prev] : starts[prev] + width]
+    return representative
