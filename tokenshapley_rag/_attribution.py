@@ -615,6 +615,7 @@ class TokenShapley:
         self._class_of_text: dict[str, int] = {}
         self._class_of_word: dict[tuple[int, str], int] = {}
         self._classes_of_sentence: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._splits_of_source: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         # Class ids are handed out as len(table): concurrent attribute() calls must not both
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
@@ -692,7 +693,7 @@ class TokenShapley:
         key = self.encoder.cache_key
         for si, src in enumerate(sources):
             index = 0
-            for start, end in split_sentences(src.text):
+            for start, end in self._split(src.text):
                 text = src.text[start:end]
                 entry = self.cache.get(key, text)
                 # The disk cache may be shared with an instance that cuts at a higher limit.
@@ -745,6 +746,21 @@ class TokenShapley:
         classes = [self._sentence_classes(r.text, e) for r, e in zip(records, done)]
         pieces = [p for _, p in classes] if self.match == "word_or_token" else None
         return Datastore(records, done, [c for c, _ in classes], pieces)
+
+    def _split(self, text: str) -> list[tuple[int, int]]:
+        """:func:`split_sentences` of a source, remembered for the last few thousand
+        sources (retrieved chunks recur; splitting them was a third of a warm build)."""
+        with self._class_lock:
+            spans = self._splits_of_source.get(text)
+            if spans is not None:
+                self._splits_of_source.move_to_end(text)
+                return spans
+        spans = split_sentences(text)
+        with self._class_lock:
+            self._splits_of_source[text] = spans
+            while len(self._splits_of_source) > self.cache.memory_items:
+                self._splits_of_source.popitem(last=False)
+        return spans
 
     def _sentence_classes(self, text: str, entry: CachedSentence) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_token_classes` of a source sentence, remembered per text (a warm
@@ -1018,14 +1034,16 @@ def _rank_sources(
         held = holds[:, cols] & ok
         pool = np.where(held.any(axis=1, keepdims=True), held, ok)
         cited_by[:, src] = cols[np.argmax(np.where(pool, values, -np.inf), axis=1)]
-    out = []
-    for r in range(n_kw):
-        listed = np.flatnonzero(totals[r] > 0)
-        out.append(tuple(
-            _source_attribution(sources, records[cited_by[r, src]], float(totals[r, src]))
-            for src in listed[np.argsort(-totals[r, listed], kind="stable")].tolist()
-        ))
-    return out
+    # Best first (ties: source order); the positive totals lead each row of that order.
+    order = np.argsort(-totals, axis=1, kind="stable").tolist()
+    n_listed = (totals > 0).sum(axis=1).tolist()
+    totals_of, cited_of = totals.tolist(), cited_by.tolist()
+    return [
+        tuple(
+            _source_attribution(sources, records[cited_of[r][src]], totals_of[r][src]) for src in order[r][: n_listed[r]]
+        )
+        for r in range(n_kw)
+    ]
 
 
 def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float) -> SourceAttribution:

@@ -410,14 +410,16 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
     """
     starts = np.concatenate([[0], np.cumsum([len(ids) for ids in sentence_ids])]).astype(np.int64)
     representative = np.arange(starts[-1], dtype=np.int64)
-    order = sorted(range(len(sentence_ids)), key=lambda i: (sentence_ids[i].tolist(), i))
+    lists = [ids.tolist() for ids in sentence_ids]
+    order = sorted(range(len(lists)), key=lambda i: (lists[i], i))
     for prev, cur in zip(order, order[1:]):
-        a, b = sentence_ids[prev], sentence_ids[cur]
+        a, b = lists[prev], lists[cur]
         n = min(len(a), len(b))
         if n == 0:
             continue
-        differ = np.flatnonzero(a[:n] != b[:n])
-        shared = int(differ[0]) if len(differ) else n  # tokens in common
+        shared = 0  # tokens in common (sorted neighbours: usually none, or a whole copy)
+        while shared < n and a[shared] == b[shared]:
+            shared += 1
         # The key before token j depends on tokens [0, j): keys 0..shared are equal.
         width = min(shared + 1, n)
         keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]
