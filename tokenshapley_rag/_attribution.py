@@ -130,7 +130,7 @@ def context_scores(
     that does not.
     """
     in_context, own, _ = span_games(
-        scores, carries, sentence_source, answer_sentence, [np.asarray(members, dtype=np.int64)], weight, scale,
+        scores, carries, sentence_source, answer_sentence, [np.sort(np.asarray(members, dtype=np.int64))], weight, scale,
         None if verbatim is None else np.asarray(verbatim, bool)[None, :],
     )
     return in_context[0], own[0]
@@ -146,9 +146,10 @@ def span_games(
     scale: float,
     verbatim: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`context_scores` of several spans at once (one row per span, ``verbatim``
-    ``(len(spans), n_sentences)``), and the sentences that hold each span: those holding
-    it word for word when any does, otherwise those holding at least one of its tokens.
+    """:func:`context_scores` of several spans at once (``spans``: each span's token
+    indices, ascending; ``verbatim``: ``(len(spans), n_sentences)``), and the sentences
+    that hold each span: those holding it word for word when any does, otherwise those
+    holding at least one of its tokens.
 
     Returns ``(in_context, own, holds)``, three ``(len(spans), n_sentences)`` arrays.
     """
@@ -185,6 +186,9 @@ def sentences_with_sequence(
     out = np.zeros(n_sentences, dtype=bool)
     n = len(sequence)
     if n == 0 or len(token_class) < n:
+        return out
+    if n == 1:
+        out[sentence_of[token_class == sequence[0]]] = True
         return out
     starts = np.flatnonzero(token_class[: len(token_class) - n + 1] == sequence[0])
     ok = np.ones(len(starts), dtype=bool)
@@ -270,17 +274,17 @@ def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: fl
     >>> context_weights(np.array([0, 0, 0, 0, 1]), np.array([1]), 0.5, 1.0).round(3).tolist()
     [0.184, 1.0, 0.184, 0.068, 0.0]
     """
-    return _context_weight_rows(answer_sentence, [np.asarray(members, dtype=np.int64)], weight, scale)[0]
+    return _context_weight_rows(answer_sentence, [np.sort(np.asarray(members, dtype=np.int64))], weight, scale)[0]
 
 
 def _context_weight_rows(answer_sentence: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float) -> np.ndarray:
-    """:func:`context_weights` of each span, one row per span."""
+    """:func:`context_weights` of each span (its token indices ascending), one row per span."""
     n_tok = len(answer_sentence)
     w = np.zeros((len(spans), n_tok))
     filled = [r for r, m in enumerate(spans) if len(m)]
     if weight > 0 and filled:
-        first = np.array([spans[r].min() for r in filled])
-        last = np.array([spans[r].max() for r in filled])
+        first = np.array([spans[r][0] for r in filled])
+        last = np.array([spans[r][-1] for r in filled])
         t = np.arange(n_tok)[None, :]
         d = np.minimum(np.abs(t - first[:, None]), np.abs(t - last[:, None]))
         same = answer_sentence[None, :] == answer_sentence[first][:, None]
