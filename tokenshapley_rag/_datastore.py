@@ -189,7 +189,8 @@ class SentenceRecord:
 
 # Query rows x entries per block of the exact search's distance matrix (64 MiB of float32).
 _SEARCH_BLOCK = 1 << 24
-# Entries a search takes beyond the m it returns, to re-rank by directly computed distances.
+# Entries a search over all entries takes beyond the m it returns, so that ties at the cut
+# are ordered by index (see Datastore._search).
 _SLACK = 8
 
 
@@ -201,8 +202,9 @@ class Datastore:
     entries of each query's class, from the same matrix (:meth:`mixed_nearest`). A
     datastore holds one answer's retrieved context (10^3-10^5
     tokens), where this exact search is 3-4x faster than faiss's flat index on this CPU
-    (measured in docs/performance.md) and needs no second copy of the keys; an
-    approximate index would trade exactness for nothing at these sizes.
+    (measured in docs/performance.md) and needs no second copy of the keys. It grows
+    with the datastore (at 16k entries it costs ~40% of the answer's encoder pass); an
+    approximate index would trade exactness for that.
 
     Parameters
     ----------
