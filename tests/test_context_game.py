@@ -48,6 +48,31 @@ def test_verbatim_holders_are_the_only_candidates():
     assert plain.tolist() == [-np.inf, -np.inf, pytest.approx(0.9)]
 
 
+def test_most_words_rule_for_spans_held_nowhere():
+    # Two words (tokens 0 and 1); source 0 holds both, source 1 only word 1 (token 1).
+    carries = np.array([[True, False, False], [True, False, True], [True, True, False]])
+    words = [np.array([0]), np.array([1])]
+    w = context_weights(ANSWER_SENTENCE, SPAN, 0.5, 1.0)
+    none = np.zeros(3, bool)
+    any_token, own = context_scores(SCORES, carries, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, none)
+    np.testing.assert_allclose(any_token, w @ SCORES)  # both sources hold a span token
+    most, _ = context_scores(SCORES, carries, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, none, words)
+    np.testing.assert_allclose(most, [(w @ SCORES)[0], (w @ SCORES)[1], own[2]])  # source 1 keeps its own score
+    # A span some source holds word for word: the verbatim rule, words change nothing.
+    verbatim = np.array([False, False, True])
+    a, _ = context_scores(SCORES, carries, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, verbatim, words)
+    b, _ = context_scores(SCORES, carries, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, verbatim)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_span_words():
+    from tokenshapley_rag._attribution import span_words
+
+    text = "top with blistered cherry tomatoes."
+    offsets = np.array([[0, 3], [3, 8], [8, 11], [11, 18], [18, 25], [25, 34], [34, 35]])
+    assert [x.tolist() for x in span_words(text, offsets, 9, 35)] == [[2, 3], [4], [5]]
+
+
 def _brute_force(token_class, sentence_of, n_sentences, seq):
     out = np.zeros(n_sentences, dtype=bool)
     for j in range(n_sentences):

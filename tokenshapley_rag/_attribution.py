@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -102,6 +103,7 @@ def context_scores(
     weight: float,
     scale: float,
     verbatim: np.ndarray | None = None,
+    words: Sequence[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-sentence scores of the span made of the answer tokens ``members``.
 
@@ -116,6 +118,10 @@ def context_scores(
     verbatim : (n_sentences,) bool, optional
         Whether each sentence holds the span word for word (its token classes in a row,
         :func:`sentences_with_sequence`, or its text, :meth:`SentenceTexts.holding`).
+    words : list of int arrays, optional
+        The span's words, each as the answer tokens it is made of (:func:`span_words`).
+        With them, a span that no source holds word for word has as candidates the
+        sources that hold the most of its words, instead of every source holding one.
 
     Returns
     -------
@@ -125,13 +131,15 @@ def context_scores(
     some source holds the span verbatim, the candidates are those sources, and every other
     sentence gets ``-inf`` (it is not a candidate): a phrase found word for word is not
     outvoted by sources that share only some of its words. Otherwise the candidates are
-    the sources that hold at least one of the span's tokens, and the others keep ``own``:
-    context decides between the sources that carry the span and cannot pull it to one
-    that does not.
+    the sources that hold at least one of the span's tokens (with ``words``: the sources
+    that hold the most of the span's words, a word being held when one of the source's
+    sentences carries one of its tokens), and the others keep ``own``: context decides
+    between the sources that carry the span and cannot pull it to one that does not.
     """
     in_context, own, _ = span_games(
         scores, carries, sentence_source, answer_sentence, [np.sort(np.asarray(members, dtype=np.int64))], weight, scale,
         None if verbatim is None else np.asarray(verbatim, bool)[None, :],
+        None if words is None else [[np.asarray(w, dtype=np.int64) for w in words]],
     )
     return in_context[0], own[0]
 
@@ -145,11 +153,13 @@ def span_games(
     weight: float,
     scale: float,
     verbatim: np.ndarray | None = None,
+    words: Sequence[Sequence[np.ndarray]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`context_scores` of several spans at once (``spans``: each span's token
-    indices, ascending; ``verbatim``: ``(len(spans), n_sentences)``), and the sentences
-    that hold each span: those holding it word for word when any does, otherwise those
-    holding at least one of its tokens.
+    indices, ascending; ``verbatim``: ``(len(spans), n_sentences)``; ``words``: per span,
+    its words as arrays of token indices, or None to skip the most-words rule for it), and
+    the sentences that hold each span: those holding it word for word when any does,
+    otherwise those holding at least one of its tokens.
 
     Returns ``(in_context, own, holds)``, three ``(len(spans), n_sentences)`` arrays.
     """
@@ -169,7 +179,20 @@ def span_games(
     in_context = _context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
     # Candidates: the sentences of every source holding the span.
     in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
-    candidate = (holds @ in_source)[:, sentence_source] & nonempty[:, None]
+    candidate_source = holds @ in_source
+    if words is not None:
+        # A span no source holds word for word (a paraphrase): the sources that hold the
+        # most of its words, rather than every source that shares one token with it (a
+        # token of punctuation included).
+        for r in np.flatnonzero(~exact & nonempty).tolist():
+            if not words[r]:
+                continue
+            word_tokens = np.zeros((len(words[r]), n_tok), dtype=bool)
+            for i, w in enumerate(words[r]):
+                word_tokens[i, w] = True
+            count = ((word_tokens @ carries) @ in_source).sum(axis=0)
+            candidate_source[r] = (count == count.max()) & (count.max() > 0)
+    candidate = candidate_source[:, sentence_source] & nonempty[:, None]
     rest = np.where(exact[:, None], -np.inf, own)
     return np.where(candidate, in_context, rest), own, holds
 
@@ -195,6 +218,27 @@ def sentences_with_sequence(
     for i in range(1, n):
         ok &= (token_class[starts + i] == sequence[i]) & (sentence_of[starts + i] == sentence_of[starts])
     out[sentence_of[starts[ok]]] = True
+    return out
+
+
+_WORD = re.compile(r"\w+")
+
+
+def span_words(text: str, offsets: np.ndarray, start: int, end: int) -> list[np.ndarray]:
+    """The words of ``text[start:end]`` (runs of word characters), each as the indices of
+    the tokens (``offsets``: their character spans) that overlap it; words no token
+    overlaps are left out.
+
+    >>> [w.tolist() for w in span_words("New York.", np.array([[0, 3], [3, 8], [8, 9]]), 0, 9)]
+    [[0], [1]]
+    """
+    offsets = np.asarray(offsets).reshape(-1, 2)
+    real = offsets[:, 1] > offsets[:, 0]
+    out = []
+    for m in _WORD.finditer(text, start, end):
+        w = np.flatnonzero(real & (offsets[:, 0] < m.end()) & (offsets[:, 1] > m.start()))
+        if len(w):
+            out.append(w)
     return out
 
 
@@ -388,9 +432,11 @@ class AttributionResult:
         The span's tokens are the answer tokens that overlap ``response[start:end]``; its
         score is the sum of their Shapley values plus, with ``context=True``, those of the
         other tokens of its answer sentence weighted by :func:`context_weights` (the
-        ``context_weight`` / ``context_scale`` of the config), for the sentences of the
-        sources that hold one of the span's tokens (:func:`context_scores`). ``context=False`` gives the plain
-        sum of the span's own tokens (the paper's aggregation), with no rule on top. With
+        ``context_weight`` / ``context_scale`` of the config), for the sentences of its
+        candidate sources (:func:`context_scores`: those holding one of the span's tokens,
+        or the most of its words when no source holds it word for word).
+        ``context=False`` gives the plain sum of the span's own tokens (the paper's
+        aggregation), with no rule on top. With
         ``context=True`` and ``verbatim`` in the config, a source that lacks the span word
         for word while another holds it scores ``-inf`` (it is not a candidate).
 
@@ -418,7 +464,8 @@ class AttributionResult:
             else None
         )
         per_sentence, _own = context_scores(
-            t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale, verbatim
+            t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale, verbatim,
+            span_words(text, offs, start, end) if verbatim is not None else None,
         )
         sums = {s.id: 0.0 for s in self.sources}
         candidates = set()
@@ -517,8 +564,9 @@ class TokenShapley:
     verbatim : bool, default=True
         When some sources hold a keyword word for word (the same token classes in a row,
         or its text, case-insensitively, as whole words: :class:`SentenceTexts`), only
-        they are its candidate sources; otherwise every source holding one of its tokens
-        is. Shared words alone then cannot outvote the source the phrase is from.
+        they are its candidate sources; otherwise the sources holding the most of its
+        words are (a word is held when a sentence carries one of its tokens). Shared words
+        alone then cannot outvote the source the phrase is from.
     support_threshold : float, default=0.0
         A keyword is ``supported`` when its best source sentence's score, divided by the
         keyword's number of tokens, exceeds this (see ``KeywordCitation.support``).
@@ -949,6 +997,10 @@ class TokenShapley:
         per_sentence, own, holds = span_games(
             scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
             self.context_weight, self.context_scale, verbatim,
+            None if verbatim is None else [
+                None if verbatim[r].any() else span_words(response, resp.offsets, kw.start, kw.end)
+                for r, (kw, _) in enumerate(cited)
+            ],
         )
         best_own = own.max(axis=1) if n_sent else np.zeros(len(cited))
         ranked = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)

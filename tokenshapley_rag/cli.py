@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--context-scale", type=float, default=None, help="decay length, in tokens, of the answer-context weights")
         p.add_argument(
             "--verbatim", action=argparse.BooleanOptionalAction, default=None,
-            help="restrict a span's candidate sources to those holding it word for word, when any does (default: on)",
+            help="restrict a span's candidate sources to those holding it word for word when any does, else to those "
+            "holding the most of its words (default: on)",
         )
         p.set_defaults(func=_cmd_eval)
 
