@@ -6,6 +6,7 @@ import pytest
 
 from tokenshapley_rag import TokenShapley, _datastore
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord
+from tokenshapley_rag._attribution import coerce_sources
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +208,18 @@ def test_mixed_candidates_equal_brute_force_and_break_ties_by_index():
         want = sorted(chosen, key=lambda i: (exact[i], i))
         assert idx[t].tolist() == want, t
         np.testing.assert_allclose(d2[t], exact[want], rtol=1e-4, atol=1e-2)
+
+
+def test_attribution_in_small_search_blocks_equals_one_block(cache_root, monkeypatch):
+    # Answer tokens are searched in blocks of rows (class masks and distance matrices stay
+    # bounded); every token's game is its own, so the blocks change nothing.
+    sources = ["The Eiffel Tower is 330 metres tall. It was completed in 1889.", "Big Ben is in London. It was finished in 1859."]
+    answer = "The Eiffel Tower, finished in 1889, is 330 metres tall; Big Ben is in London."
+    ts = TokenShapley(cache_dir=cache_root)
+    whole = ts.attribute("Tell me about towers.", sources, answer)
+    monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", 40)  # a few answer tokens per block
+    ts._datastores.clear()
+    blocks = ts.attribute("Tell me about towers.", sources, answer)
+    assert ts._datastore_for(coerce_sources(sources)).rows_per_block < len(blocks.tokens.texts)
+    np.testing.assert_array_equal(blocks.tokens.scores, whole.tokens.scores)
+    assert [c.to_dict() for c in blocks.citations] == [c.to_dict() for c in whole.citations]

@@ -941,9 +941,19 @@ class TokenShapley:
             # the only evidence a paraphrase or an inflection leaves).
             pieces = np.array([len(store.members_of_class(c)) == 0 for c in classes.tolist()], dtype=bool)
             game_classes = np.where(pieces, piece_classes, classes)
-        same_class = store.class_mask(game_classes, pieces)
-        carries = store.sentences_holding(game_classes, pieces, mask=same_class)
-        d2, idx = self._candidates(store, queries, same_class)
+        # In blocks of answer tokens, so the (tokens x entries) class masks stay within
+        # the search's block size however long the answer and the context are.
+        carries = np.zeros((n_tok, len(store.sentences)), dtype=bool)
+        m = min(self.m, store.size)
+        d2 = np.zeros((n_tok, m), dtype=np.float32)
+        idx = np.zeros((n_tok, m), dtype=np.int64)
+        rows = store.rows_per_block
+        for a in range(0, n_tok, rows):
+            b = min(a + rows, n_tok)
+            part_pieces = None if pieces is None else pieces[a:b]
+            same_class = store.class_mask(game_classes[a:b], part_pieces)
+            carries[a:b] = store.sentences_holding(game_classes[a:b], part_pieces, mask=same_class)
+            d2[a:b], idx[a:b] = self._candidates(store, queries[a:b], same_class)
         d2 = d2.astype(np.float64)
         if self.gamma == "auto":
             # Per answer token, so that a token's values do not depend on the rest of the

@@ -253,6 +253,11 @@ class Datastore:
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
         self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
 
+    @property
+    def rows_per_block(self) -> int:
+        """Queries per block of the search's (queries x entries) matrices."""
+        return max(1, _SEARCH_BLOCK // max(self.size, 1))
+
     def nearest(self, queries: np.ndarray, m: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Squared L2 distances and entry indices of the ``m`` nearest entries per query,
         nearest first (ties: lower index first): two ``(T, min(m, size))`` arrays. With
@@ -308,7 +313,7 @@ class Datastore:
         keys, norms = torch.from_numpy(self.keys), torch.from_numpy(self._norms)
         rep = torch.from_numpy(self._representative)
         q_norms = np.einsum("td,td->t", q, q)
-        rows = max(1, _SEARCH_BLOCK // self.size)
+        rows = self.rows_per_block
         with torch.inference_mode():
             for a in range(0, t_rows, rows):
                 b = min(a + rows, t_rows)
