@@ -361,3 +361,23 @@ def test_concurrent_calls_match_sequential(cache_root):
         assert [(c.text, c.best.source_id if c.best else None) for c in res.citations] == [
             (c.text, c.best.source_id if c.best else None) for c in ref.citations
         ]
+
+
+def test_keyword_score_sums_the_keywords_span_scores(result):
+    # A sentence's keyword_score sums the context games of the answer's cited keywords
+    # (0 where its source is no candidate), so per source it adds up to the keywords'
+    # span_scores (their finite values).
+    per_source = {s.id: 0.0 for s in SOURCES}
+    for sent in result.sentence_scores:
+        per_source[sent.source_id] += sent.keyword_score
+    want = {s.id: 0.0 for s in SOURCES}
+    for c in result.citations:
+        for sid, v in result.span_scores(c.start, c.end).items():
+            want[sid] += v if np.isfinite(v) else 0.0
+    assert per_source == pytest.approx(want)
+    # The sentences the keywords are cited from rank first.
+    ranked = sorted(result.sentence_scores, key=lambda s: -s.keyword_score)
+    assert {(s.source_id, s.sentence) for s in ranked[:2]} == {
+        (c.best.source_id, c.best.sentence) for c in result.citations if c.text in ("330 metres", "1859")
+    }
+    assert all("keyword_score" in s.to_dict() for s in result.sentence_scores)

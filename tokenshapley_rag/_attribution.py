@@ -1028,12 +1028,15 @@ class TokenShapley:
                 )
             )
         totals = scores.sum(axis=0) if n_sent else np.zeros(0)
+        keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
         source_scores = {s.id: 0.0 for s in sources}
         sentence_scores = []
         for j, rec in enumerate(store.sentences):
             sid = sources[rec.source_index].id
             source_scores[sid] += float(totals[j])
-            sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, float(totals[j])))
+            sentence_scores.append(
+                SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, float(totals[j]), float(keyword_totals[j]))
+            )
         tokens = TokenScores(
             texts=[response[a:b] for a, b in resp.offsets.tolist()],
             offsets=resp.offsets.copy(),

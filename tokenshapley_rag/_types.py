@@ -115,7 +115,14 @@ class KeywordCitation:
 
 @dataclass(frozen=True, slots=True)
 class SentenceScore:
-    """Total attribution of the whole answer to one source sentence."""
+    """Attribution of the answer to one source sentence.
+
+    ``score`` sums the Shapley values of every answer token (stopwords included) for the
+    sentence's entries. ``keyword_score`` sums, over the answer's cited keywords, each
+    keyword's context-game value for the sentence (0 where its source is not one of the
+    keyword's candidates): what the keywords cite from it, the score to rank sentences by
+    (docs/method.md §5).
+    """
 
     source_id: str
     sentence_index: int
@@ -123,6 +130,7 @@ class SentenceScore:
     sentence_start: int
     sentence_end: int
     score: float
+    keyword_score: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serializable dict of the fields."""
@@ -133,6 +141,7 @@ class SentenceScore:
             "sentence_start": int(self.sentence_start),
             "sentence_end": int(self.sentence_end),
             "score": float(self.score),
+            "keyword_score": float(self.keyword_score),
         }
 
 

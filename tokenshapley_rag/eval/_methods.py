@@ -69,8 +69,8 @@ class TokenShapleyAttributor:
     * Spans: each gold span scores the summed Shapley values of the answer tokens that
       overlap it, per source (:meth:`AttributionResult.span_scores`). The whole gold answer
       is attributed once (teacher-forced, as the paper's protocol).
-    * Sentences: ``AttributionResult.sentence_scores`` (the whole answer's summed Shapley
-      values per source sentence) mapped onto the shared candidates
+    * Sentences: each ``SentenceScore.keyword_score`` (what the answer's cited keywords
+      cite from the sentence: their context games summed) mapped onto the shared candidates
       (:func:`~tokenshapley_rag.eval._sentences.assign_to_units`); support scores
       ``keyword_support_min`` and ``keyword_support_mean``.
 
@@ -110,7 +110,7 @@ class TokenShapleyAttributor:
     ) -> SentenceScores:
         res = self.ts.attribute(query=query, sources=list(sources), response=response)
         scores = assign_to_units(
-            sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.score) for s in res.sentence_scores)
+            sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.keyword_score) for s in res.sentence_scores)
         )
         return SentenceScores(
             scores,
