@@ -163,14 +163,22 @@ def fresh_dir() -> Path:
     return Path(tempfile.mkdtemp(dir=TMP_ROOT, prefix="cache-"))
 
 
+def forget_memos(ts) -> None:
+    """Empty what a TokenShapley remembers in memory besides the sentence cache: token
+    classes, source splits (8aac79c and later) and datastores (6539c13 and later)."""
+    for name in ("_classes_of_sentence", "_splits_of_source", "_datastores"):
+        memo = getattr(ts, name, None)
+        if memo is not None:
+            memo.clear()
+
+
 def reset_cache(ts, root) -> None:
-    """A new sentence cache at ``root`` (None: memory only) and an empty token-class memo:
-    the next build is cold."""
+    """A new sentence cache at ``root`` (None: memory only) and empty memos: the next
+    build is cold."""
     from tokenshapley_rag._datastore import SentenceCache
 
     ts.cache = SentenceCache(root)
-    ts._classes_of_sentence.clear()
-    getattr(ts, "_datastores", {}).clear()  # remembered datastores (6539c13 and later)
+    forget_memos(ts)
 
 
 def core_info() -> dict:
@@ -344,8 +352,7 @@ def measure_case(b: Bench, query, sources, answer, *, lm_floor=True, generate=Fa
         facts["disk_bytes"], facts["disk_alloc"] = dir_bytes(cold_dir)
         store = probed_build_datastore(ts, srcs, st, "warm_")
         ts.cache._memory.clear()
-        ts._classes_of_sentence.clear()
-        getattr(ts, "_datastores", {}).clear()
+        forget_memos(ts)
         store = probed_build_datastore(ts, srcs, st, "disk_")
         probe = Probe(st)
         probe.wrap(ts.encoder, "_states", "answer_pass")  # the forward pass inside encode_response

@@ -41,6 +41,41 @@ _DATASTORE_MEMO_ITEMS = 4
 _DATASTORE_MEMO_TOKENS = 65_536
 
 
+class _Memo:
+    """A thread-safe least-recently-used dict of at most ``size`` items (what
+    TokenShapley remembers between calls: datastores, source splits, sentence classes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def values(self) -> list[Any]:
+        with self._lock:
+            return list(self._items.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 def coerce_sources(sources: Iterable[Any]) -> list[Source]:
     """Turn strings, :class:`Source` objects, mappings or objects with ``id``/``text``
     attributes into a validated list of :class:`Source` (ids ``"0"``, ``"1"``, ... for
@@ -574,8 +609,8 @@ class TokenShapley:
     dtype : {"float32", "bfloat16", "float16"} or torch.dtype, default="float32"
         Weights and activations of the encoder. ``"bfloat16"`` measured the same span
         accuracy on QuoteSum (docs/performance.md); its speed depends on the CPU's
-        kernels: 2.6x faster than float32 on one 2-core AMD EPYC, 1.6x slower on an
-        Intel Xeon with avx512_bf16 (both measured), so time it on yours.
+        kernels: 2.6x faster than float32 on one 2-core AMD EPYC, ~0.7x the float32
+        speed on an Intel Xeon with avx512_bf16 (both measured), so time it on yours.
         Keys are cached per dtype (the fingerprint includes it).
     cache_dir : path or None
         Where converted models and sentence keys are cached; defaults to
@@ -666,13 +701,12 @@ class TokenShapley:
         self._class_of_id: dict[int, int] = {}
         self._class_of_text: dict[str, int] = {}
         self._class_of_word: dict[tuple[int, str], int] = {}
-        self._classes_of_sentence: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._splits_of_source: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         # Class ids are handed out as len(table): concurrent attribute() calls must not both
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
-        self._datastores: OrderedDict[tuple[str, ...], Datastore] = OrderedDict()
-        self._datastore_lock = threading.Lock()
+        self._classes_of_sentence = _Memo(self.cache.memory_items)  # text -> (classes, pieces)
+        self._splits_of_source = _Memo(self.cache.memory_items)  # source text -> sentence spans
+        self._datastores = _Memo(_DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
 
     # ------------------------------------------------------------------ configuration
 
@@ -802,33 +836,21 @@ class TokenShapley:
     def _split(self, text: str) -> list[tuple[int, int]]:
         """:func:`split_sentences` of a source, remembered for the last few thousand
         sources (retrieved chunks recur; splitting them was a third of a warm build)."""
-        with self._class_lock:
-            spans = self._splits_of_source.get(text)
-            if spans is not None:
-                self._splits_of_source.move_to_end(text)
-                return spans
-        spans = split_sentences(text)
-        with self._class_lock:
-            self._splits_of_source[text] = spans
-            while len(self._splits_of_source) > self.cache.memory_items:
-                self._splits_of_source.popitem(last=False)
+        spans = self._splits_of_source.get(text)
+        if spans is None:
+            spans = split_sentences(text)
+            self._splits_of_source.put(text, spans)
         return spans
 
     def _sentence_classes(self, text: str, entry: CachedSentence) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_token_classes` of a source sentence, remembered per text (a warm
         datastore would otherwise spend most of its build time here)."""
-        with self._class_lock:
-            classes = self._classes_of_sentence.get(text)
-            if classes is not None:
-                self._classes_of_sentence.move_to_end(text)
-                return classes
-        classes = self._token_classes(entry.ids, text, entry.offsets)
-        for array in classes:
-            array.setflags(write=False)
-        with self._class_lock:
-            self._classes_of_sentence[text] = classes
-            while len(self._classes_of_sentence) > self.cache.memory_items:
-                self._classes_of_sentence.popitem(last=False)
+        classes = self._classes_of_sentence.get(text)
+        if classes is None:
+            classes = self._token_classes(entry.ids, text, entry.offsets)
+            for array in classes:
+                array.setflags(write=False)
+            self._classes_of_sentence.put(text, classes)
         return classes
 
     def _datastore_for(self, sources: list[Source]) -> Datastore:
@@ -838,17 +860,11 @@ class TokenShapley:
         answer's encoder pass (docs/performance.md). Datastores above
         ``_DATASTORE_MEMO_TOKENS`` entries are not kept (memory)."""
         key = tuple(s.text for s in sources)
-        with self._datastore_lock:
-            store = self._datastores.get(key)
-            if store is not None:
-                self._datastores.move_to_end(key)
-                return store
-        store = self.build_datastore(sources)
-        if store.size <= _DATASTORE_MEMO_TOKENS:
-            with self._datastore_lock:
-                self._datastores[key] = store
-                while len(self._datastores) > _DATASTORE_MEMO_ITEMS:
-                    self._datastores.popitem(last=False)
+        store = self._datastores.get(key)
+        if store is None:
+            store = self.build_datastore(sources)
+            if store.size <= _DATASTORE_MEMO_TOKENS:
+                self._datastores.put(key, store)
         return store
 
     def prepare(self, sources: Sequence[Any], *, progress: bool = False) -> None:
@@ -986,7 +1002,6 @@ class TokenShapley:
         answer_sentence = _assign_sentences(resp.offsets, split_sentences(response))
         n_sent = len(store.sentences)
         sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
-        sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
         # Each keyword's tokens: token_kw grouped by keyword (ascending token order within).
         by_kw = np.argsort(token_kw, kind="stable")
         bounds = np.searchsorted(token_kw[by_kw], np.arange(len(keywords) + 1))
@@ -997,8 +1012,9 @@ class TokenShapley:
         ]
         # Ranked by each keyword's game in its answer context; support is judged on the
         # keyword's own tokens only, so context cannot make an invented keyword supported.
-        verbatim = None
+        verbatim = sentence_texts = None
         if self.verbatim and n_sent and cited:
+            sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
             verbatim = np.stack([
                 sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
                 | sentence_texts.holding(kw.text)
@@ -1059,7 +1075,8 @@ class TokenShapley:
             tokens=tokens,
             config=self.config,
         )
-        result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
+        if sentence_texts is not None:
+            result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
         return result
 
 
