@@ -90,10 +90,9 @@ DATASTORE_LABELS = {"segment": "sentence split (rest of _sentences)", "lookup": 
                     "index": "Datastore(...) (concat, prefix keys, key norms)", "other": "rest"}
 GROUPS = ("answer encoding", "neighbour search", "Shapley", "aggregation")
 SUBSTEPS = {
-    "neighbour search": (("classes_answer", "answer token classes"), ("class_mask", "class masks (Datastore.class_mask)"),
-                         ("carries", "sentences_holding"),
-                         ("search_core", "distance matrix + both top-m (Datastore._search)"),
-                         ("search_rest", "merge of the two candidate lists")),
+    "neighbour search": (("classes_answer", "answer token classes"),
+                         ("search_core", "distance matrix (Datastore._partial_distances, one matmul)"),
+                         ("search_rest", "compiled scan: both candidate lists + carrying sentences")),
     "Shapley": (("shapley_engine", "knn_shapley_batch"), ("shapley_rest", "similarities + scatter")),
 }
 
@@ -267,10 +266,8 @@ def probed_result(ts, query, response, srcs, store, resp, queries, st: Steps):
 
     probe = Probe(st)
     probe.wrap(ts, "_token_classes", "classes_answer")
-    probe.wrap(Datastore, "class_mask", "class_mask")
-    probe.wrap(Datastore, "sentences_holding", "carries")
-    probe.wrap(ts, "_candidates", "candidates")
-    probe.wrap(Datastore, "_search", "search_core")
+    probe.wrap(Datastore, "game_candidates", "candidates")
+    probe.wrap(Datastore, "_partial_distances", "search_core")
     probe.wrap(attribution, "knn_shapley_batch", "shapley_engine")
     probe.wrap(ts, "_token_sentence_scores", "scores_total")
     probe.wrap(ts, "_assemble", "aggregate")
@@ -434,7 +431,7 @@ def totals(t: dict) -> dict:
     attribution, and the exclusive seconds of each group and sub-step."""
     g = lambda k: t.get(k, 0.0)  # noqa: E731
     out = dict(t)
-    search = g("classes_answer") + g("class_mask") + g("carries") + g("candidates")
+    search = g("classes_answer") + g("candidates")
     out["search_rest"] = g("candidates") - g("search_core")
     out["shapley_rest"] = g("scores_total") - search - g("shapley_engine")
     out["answer encoding"] = g("encode_answer")
@@ -757,6 +754,30 @@ def run_speedups(b: Bench, b16: Bench | None, examples, scale_cases: dict, args)
             f"same {ts.m} neighbours for {100 * same:.0f}% of tokens, same distances for {100 * same_d:.0f}%; faiss also spent {fmt_s(t_add)} on add() and "
             f"{store.size * store.keys.shape[1] * 4 / 2**20:.1f} MiB on its copy of the keys")
         del index
+
+    # 2b. the games' candidates: class masks + the two masked/unmasked top-m lists merged in
+    # numpy + sentences_holding (previous, still Datastore's mask API) vs game_candidates'
+    # one compiled scan per row (shipped)
+    for store, q, a, label in cases:
+        r = enc.tokenize(a)
+        qs = np.ascontiguousarray(enc.encode_response(q, r), dtype=np.float32)
+        classes, _ = ts._token_classes(r.ids, a, r.offsets)
+        m = min(ts.m, store.size)
+
+        def previous():
+            mask = store.class_mask(classes)
+            return (*store.mixed_nearest(qs, m, m // 2, mask), store.sentences_holding(classes, mask=mask))
+
+        def shipped():
+            return store.game_candidates(qs, classes, m, m // 2)
+
+        (d_p, i_p, c_p), (d_s, i_s, c_s) = previous(), shipped()
+        same = float(np.mean((i_p == i_s).all(axis=1)))
+        t = timeit_interleaved({"previous": previous, "shipped": shipped}, max(reps, 5))
+        row("games' candidates: class masks + mixed_nearest + sentences_holding → Datastore.game_candidates (compiled scan)",
+            f"{store.size} entries, T={len(qs)}", t["previous"], t["shipped"],
+            f"same players in the same order for {100 * same:.0f}% of tokens; same distances: {bool((d_p == d_s).all())}; "
+            f"same carrying sentences: {bool((c_p == c_s).all())}")
 
     # 3. Shapley: numba's thread pool always (previous) vs serial below _PARALLEL_WORK
     rng = np.random.default_rng(0)

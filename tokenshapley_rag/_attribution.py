@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -199,9 +200,7 @@ def span_games(
     Returns ``(in_context, own, holds)``, three ``(len(spans), n_sentences)`` arrays.
     """
     n_tok, n_sent = scores.shape
-    member = np.zeros((len(spans), n_tok), dtype=bool)
-    for r, m in enumerate(spans):
-        member[r, m] = True
+    member = _membership(spans, n_tok)
     own = member.astype(scores.dtype) @ scores
     if n_sent == 0:
         return own, own, np.zeros(own.shape, dtype=bool)
@@ -211,7 +210,7 @@ def span_games(
     if verbatim is not None:
         exact = verbatim.any(axis=1) & nonempty
         holds = np.where(exact[:, None], verbatim, holds)
-    in_context = _context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
+    in_context = _weight_rows(answer_sentence, member, spans, weight, scale) @ scores if weight > 0 else own
     # Candidates: the sentences of every source holding the span.
     in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
     candidate_source = holds @ in_source
@@ -296,6 +295,10 @@ class SentenceTexts:
 
     text: str
     starts: np.ndarray  # (n_sentences,) start of each sentence in ``text``
+    _bounds: list[int] = field(init=False, repr=False, compare=False)  # starts, then len(text)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_bounds", [*np.asarray(self.starts).tolist(), len(self.text)])
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> SentenceTexts:
@@ -307,6 +310,17 @@ class SentenceTexts:
             at += len(norm) + 1  # "\n" between sentences: a phrase never spans two
         return cls("\n".join(parts), np.asarray(starts, dtype=np.int64))
 
+    def holding_many(self, phrases: Sequence[str]) -> np.ndarray:
+        """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase.
+
+        >>> SentenceTexts.of(["Voiced by Selena Gomez.", "An unvoiced consonant."]).holding_many(["voiced", "an"]).tolist()
+        [[True, False], [False, True]]
+        """
+        out = np.zeros((len(phrases), len(self._bounds) - 1), dtype=bool)
+        for r, phrase in enumerate(phrases):
+            self._find(phrase, False, False, out[r])
+        return out
+
     def holding(self, phrase: str, *, open_start: bool = False, open_end: bool = False) -> np.ndarray:
         """``(n_sentences,)`` bool: the sentences that contain ``phrase`` (normalized like
         the sentences, punctuation included) with no word character right before or after
@@ -317,27 +331,34 @@ class SentenceTexts:
         >>> SentenceTexts.of(["It evaporates.", "Vapour."]).holding("evapor", open_end=True).tolist()
         [True, False]
         """
-        out = np.zeros(len(self.starts), dtype=bool)
+        out = np.zeros(len(self._bounds) - 1, dtype=bool)
+        self._find(phrase, open_start, open_end, out)
+        return out
+
+    def _find(self, phrase: str, open_start: bool, open_end: bool, out: np.ndarray) -> None:
+        """Set ``out[s]`` for every sentence ``s`` that holds ``phrase`` (:meth:`holding`)."""
+        bounds = self._bounds
         needle = _normalize_text(phrase)
         if not needle:
-            return out
+            return
         # str.find, then the boundary checks by hand: a regex with look-arounds is not
         # searched by its literal prefix and took ~2 ms per keyword on 50k characters.
         text, n = self.text, len(needle)
         check_before = _is_word_char(needle[0]) and not open_start
         check_after = _is_word_char(needle[-1]) and not open_end
-        hits = []
         i = text.find(needle)
         while i != -1:
             j = i + n
             if not (check_before and i > 0 and _is_word_char(text[i - 1])) and not (
                 check_after and j < len(text) and _is_word_char(text[j])
             ):
-                hits.append(i)
-            i = text.find(needle, i + 1)
-        if hits:
-            out[np.searchsorted(self.starts, np.asarray(hits), side="right") - 1] = True
-        return out
+                # Found in this sentence: go on from the next one (a stopword-like phrase
+                # can occur dozens of times in a sentence).
+                s = bisect.bisect_right(bounds, i) - 1
+                out[s] = True
+                i = text.find(needle, bounds[s + 1])
+            else:
+                i = text.find(needle, i + 1)
 
 
 def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: float, scale: float) -> np.ndarray:
@@ -358,18 +379,32 @@ def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: fl
 
 def _context_weight_rows(answer_sentence: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float) -> np.ndarray:
     """:func:`context_weights` of each span (its token indices ascending), one row per span."""
-    n_tok = len(answer_sentence)
-    w = np.zeros((len(spans), n_tok))
+    return _weight_rows(answer_sentence, _membership(spans, len(answer_sentence)), spans, weight, scale)
+
+
+def _membership(spans: Sequence[np.ndarray], n_tok: int) -> np.ndarray:
+    """``(len(spans), n_tok)`` bool: which tokens each span is made of."""
+    member = np.zeros((len(spans), n_tok), dtype=bool)
+    if len(spans):
+        lengths = [len(m) for m in spans]
+        member[np.repeat(np.arange(len(spans)), lengths), np.concatenate([np.asarray(m, dtype=np.int64) for m in spans])] = True
+    return member
+
+
+def _weight_rows(
+    answer_sentence: np.ndarray, member: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float
+) -> np.ndarray:
+    """:func:`_context_weight_rows`, given the spans' ``member`` matrix (:func:`_membership`)."""
+    w = np.zeros(member.shape)
     filled = [r for r, m in enumerate(spans) if len(m)]
     if weight > 0 and filled:
         first = np.array([spans[r][0] for r in filled])
         last = np.array([spans[r][-1] for r in filled])
-        t = np.arange(n_tok)[None, :]
+        t = np.arange(member.shape[1])[None, :]
         d = np.minimum(np.abs(t - first[:, None]), np.abs(t - last[:, None]))
         same = answer_sentence[None, :] == answer_sentence[first][:, None]
         w[filled] = np.where(same, weight * np.exp(-d / scale), 0.0)
-    for r in filled:
-        w[r, spans[r]] = 1.0
+    w[member] = 1.0
     return w
 
 
@@ -695,6 +730,8 @@ class TokenShapley:
         cache_root = default_cache_dir() if cache_dir is None else cache_dir
         self.loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
         self.encoder = CausalLMEncoder(self.loaded, layer)
+        # The model's dtype, read once: ``model.dtype`` walks the parameters (~75 µs a call).
+        self._dtype_name = str(self.loaded.model.dtype).removeprefix("torch.")
         self.cache = SentenceCache(os.path.join(cache_root, "datastore") if use_disk_cache else None)
         limit = self.encoder.max_length - 1  # one position goes to the BOS that starts a sentence
         self.max_sentence_tokens = min(max_sentence_tokens or limit, limit)
@@ -715,7 +752,7 @@ class TokenShapley:
         return {
             "model": self.loaded.name,
             "fingerprint": self.loaded.fingerprint,
-            "dtype": str(self.loaded.model.dtype).removeprefix("torch."),
+            "dtype": self._dtype_name,
             "layer": self.encoder.layer,
             "k": self.k,
             "m": self.m,
@@ -931,15 +968,6 @@ class TokenShapley:
         scores, carries, classes = self._token_sentence_scores(store, response, resp, states)
         return self._assemble(query, response, sources, store, resp, scores, carries, classes)
 
-    def _candidates(self, store: Datastore, queries: np.ndarray, same_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ``m`` players of each answer token's game: squared distances and entry
-        indices, nearest first (ties: lower entry index first). ``same_class``: which
-        entries carry each token's class (:meth:`Datastore.class_mask`)."""
-        m = min(self.m, store.size)
-        if self.candidates == "nearest" or m < 2:
-            return store.nearest(queries, m)
-        return store.mixed_nearest(queries, m, m // 2, same_class)
-
     def _token_sentence_scores(
         self, store: Datastore, response: str, resp: TokenizedText, queries: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -957,24 +985,17 @@ class TokenShapley:
             # the only evidence a paraphrase or an inflection leaves).
             pieces = np.array([len(store.members_of_class(c)) == 0 for c in classes.tolist()], dtype=bool)
             game_classes = np.where(pieces, piece_classes, classes)
-        # In blocks of answer tokens, so the (tokens x entries) class masks stay within
-        # the search's block size however long the answer and the context are.
-        carries = np.zeros((n_tok, len(store.sentences)), dtype=bool)
         m = min(self.m, store.size)
-        d2 = np.zeros((n_tok, m), dtype=np.float32)
-        idx = np.zeros((n_tok, m), dtype=np.int64)
-        rows = store.rows_per_block
-        for a in range(0, n_tok, rows):
-            b = min(a + rows, n_tok)
-            part_pieces = None if pieces is None else pieces[a:b]
-            same_class = store.class_mask(game_classes[a:b], part_pieces)
-            carries[a:b] = store.sentences_holding(game_classes[a:b], part_pieces, mask=same_class)
-            d2[a:b], idx[a:b] = self._candidates(store, queries[a:b], same_class)
+        n_match = m // 2 if self.candidates == "mixed" and m >= 2 else 0
+        d2, idx, carries = store.game_candidates(queries, game_classes, m, n_match, pieces)
         d2 = d2.astype(np.float64)
         if self.gamma == "auto":
             # Per answer token, so that a token's values do not depend on the rest of the
             # answer (what lets a streamed sentence be attributed before the answer ends).
-            med = np.median(d2, axis=1, keepdims=True)
+            # The rows are sorted (nearest first): their median is their middle, as
+            # np.median gives it (the mean of the two middle values for an even m).
+            mid = d2.shape[1] // 2
+            med = (d2[:, mid : mid + 1] if d2.shape[1] % 2 else (d2[:, mid - 1 : mid] + d2[:, mid : mid + 1]) / 2)
             gamma = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
         else:
             gamma = float(self.gamma)
@@ -1015,11 +1036,8 @@ class TokenShapley:
         verbatim = sentence_texts = None
         if self.verbatim and n_sent and cited:
             sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
-            verbatim = np.stack([
-                sentences_with_sequence(store.token_class, store.sentence_of, n_sent, classes[members])
-                | sentence_texts.holding(kw.text)
-                for kw, members in cited
-            ])
+            verbatim = store.sentences_with_sequences([classes[members] for _, members in cited])
+            verbatim |= sentence_texts.holding_many([kw.text for kw, _ in cited])
         per_sentence, own, holds = span_games(
             scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
             self.context_weight, self.context_scale, verbatim,
@@ -1110,16 +1128,28 @@ def _rank_sources(
     n_kw, n_sent = per_sentence.shape
     if n_sent == 0:
         return [()] * n_kw
-    finite = np.isfinite(per_sentence)
+    # Columns grouped by source (stable: each source's sentences in their order), so that
+    # every per-source sum, any and argmax is one reduction over runs of columns.
+    by_source = np.argsort(sentence_source, kind="stable")
+    src_sorted = sentence_source[by_source]
+    new_run = np.ones(n_sent, dtype=bool)
+    new_run[1:] = src_sorted[1:] != src_sorted[:-1]
+    first = np.flatnonzero(new_run)
+    present = src_sorted[first]  # sources that have sentences
+    run = np.cumsum(new_run) - 1  # each sorted column's run
+    values = per_sentence[:, by_source]
+    ok = np.isfinite(values)
     totals = np.zeros((n_kw, len(sources)))  # a source that is no candidate stays at 0: never listed
+    totals[:, present] = np.add.reduceat(np.where(ok, values, 0.0), first, axis=1)
+    held = holds[:, by_source] & ok
+    pool = np.where(np.logical_or.reduceat(held, first, axis=1)[:, run], held, ok)
+    # Each run's best column, the first of equals (np.argmax's rule): the lowest position
+    # holding the run's maximum.
+    key = np.where(pool, values, -np.inf)
+    best = key == np.maximum.reduceat(key, first, axis=1)[:, run]
+    position = np.where(best, np.arange(n_sent)[None, :], n_sent)
     cited_by = np.zeros((n_kw, len(sources)), dtype=np.int64)
-    for src in np.unique(sentence_source).tolist():
-        cols = np.flatnonzero(sentence_source == src)
-        values, ok = per_sentence[:, cols], finite[:, cols]
-        totals[:, src] = np.where(ok, values, 0.0).sum(axis=1)
-        held = holds[:, cols] & ok
-        pool = np.where(held.any(axis=1, keepdims=True), held, ok)
-        cited_by[:, src] = cols[np.argmax(np.where(pool, values, -np.inf), axis=1)]
+    cited_by[:, present] = by_source[np.minimum.reduceat(position, first, axis=1)]
     # Best first (ties: source order); the positive totals lead each row of that order.
     order = np.argsort(-totals, axis=1, kind="stable").tolist()
     n_listed = (totals > 0).sum(axis=1).tolist()

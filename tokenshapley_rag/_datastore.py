@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba
 import numpy as np
 import torch
 
@@ -291,6 +292,70 @@ class Datastore:
         order = np.lexsort((idx, d2), axis=-1)
         return np.take_along_axis(d2, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
+    def game_candidates(
+        self, queries: np.ndarray, classes: np.ndarray, m: int, n_match: int, pieces: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Everything the answer tokens' games need from the datastore, in one pass over
+        each row of the distance matrix: the players and which sentences carry each class.
+
+        For query ``t`` of class ``classes[t]`` (compared with piece classes where
+        ``pieces[t]``): its :meth:`mixed_nearest` candidates, i.e. its ``n_match``
+        nearest entries of that class, then its nearest other entries up to
+        ``min(m, size)`` in all (``n_match=0``: its :meth:`nearest` entries), as squared
+        distances and indices, nearest first (ties: lower index first); and, as
+        ``(T, n_sentences)`` bool, whether each sentence holds an entry of the class
+        (:meth:`sentences_holding`). Distances are those of :meth:`nearest`; the order
+        is exact for any number of ties (a compiled scan keeps each top list sorted by
+        (distance, index)), and no ``(T, size)`` class mask is built.
+
+        >>> store = Datastore([SentenceRecord(0, 0, 0, 1, "s")],
+        ...     [CachedSentence(np.arange(3), np.zeros((3, 2), np.int64), np.array([[0.], [1.], [5.]]))], [np.array([0, 0, 1])])
+        >>> d2, idx, carries = store.game_candidates(np.array([[0.]]), np.array([1]), 2, 1)
+        >>> idx.tolist(), d2.tolist(), carries.tolist()
+        ([[0, 2]], [[0.0, 25.0]], [[True]])
+        """
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        t_rows = q.shape[0]
+        classes = np.ascontiguousarray(classes, dtype=np.int64)
+        if classes.shape != (t_rows,):
+            raise ValueError(f"classes must have one entry per query ({t_rows}), got shape {classes.shape}")
+        use_piece = np.zeros(t_rows, dtype=bool) if pieces is None else np.ascontiguousarray(pieces, dtype=bool)
+        m = min(m, self.size)
+        n_match = max(0, min(n_match, m))
+        d_out = np.zeros((t_rows, m), dtype=np.float32)
+        i_out = np.zeros((t_rows, m), dtype=np.int64)
+        carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
+        if not self.size or not t_rows:
+            return d_out, i_out, carries
+        q_norms = np.einsum("td,td->t", q, q)
+        rows = self.rows_per_block
+        for a in range(0, t_rows, rows):
+            b = min(a + rows, t_rows)
+            # |k|^2 - 2 q.k; the scan adds |q|^2, reads each entry's representative's
+            # column and clips at 0 as it goes: the values of _distances, without the copies.
+            partial = self._partial_distances(q[a:b])
+            scan = _scan_rows if partial.size >= _PARALLEL_CELLS else _scan_rows_serial
+            scan(partial, q_norms[a:b], self._representative, self.token_class, self.piece_class, self.sentence_of,
+                 classes[a:b], use_piece[a:b], n_match, d_out[a:b], i_out[a:b], carries[a:b])
+        return d_out, i_out, carries
+
+    def _partial_distances(self, q: np.ndarray) -> np.ndarray:
+        """``|k|^2 - 2 q.k`` for queries ``q`` (float32) and every entry: one matrix product
+        against the cached key norms (float32, like faiss's flat index)."""
+        with torch.inference_mode():
+            return torch.addmm(
+                torch.from_numpy(self._norms)[None, :], torch.from_numpy(q), torch.from_numpy(self.keys).T, alpha=-2.0
+            ).numpy()
+
+    def _distances(self, q: np.ndarray) -> np.ndarray:
+        """``(len(q), size)`` float32 squared distances of queries ``q`` (float32) to every
+        entry: ``|q|^2 + |k|^2 - 2 q.k``, each entry taking its representative's value (so
+        equal keys tie exactly), clipped at 0."""
+        d2 = self._partial_distances(q)[:, self._representative]
+        d2 += np.einsum("td,td->t", q, q)[:, None]
+        np.maximum(d2, 0.0, out=d2)
+        return d2
+
     def _search(self, queries: np.ndarray, requests: list[tuple[int, np.ndarray | None]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each request ``(m, mask)``, :meth:`nearest` with that ``m`` and ``mask``,
         from one distance matrix: ``|q|^2 + |k|^2 - 2 q.k``, one matrix product per block
@@ -311,30 +376,23 @@ class Datastore:
         ]
         if not self.size or not t_rows or not any(min(m, self.size) for m, _ in requests):
             return out
-        keys, norms = torch.from_numpy(self.keys), torch.from_numpy(self._norms)
-        rep = torch.from_numpy(self._representative)
-        q_norms = np.einsum("td,td->t", q, q)
         rows = self.rows_per_block
-        with torch.inference_mode():
-            for a in range(0, t_rows, rows):
-                b = min(a + rows, t_rows)
-                d2 = torch.addmm(norms[None, :], torch.from_numpy(q[a:b]), keys.T, alpha=-2.0).index_select(1, rep)
-                d2 = d2.numpy()
-                d2 += q_norms[a:b, None]
-                np.maximum(d2, 0.0, out=d2)
-                for (m, mask), (d_out, i_out) in zip(requests, out):
-                    if d_out.shape[1] == 0:
-                        continue
-                    if mask is None:
-                        width = min(m + _SLACK, self.size)
-                        cols = torch.topk(torch.from_numpy(d2), width, dim=1, largest=False, sorted=False).indices.numpy()
-                        dist = np.take_along_axis(d2, cols, axis=1)
-                    else:
-                        dist, cols = _masked_rows(d2, mask[a:b])
-                    order = np.lexsort((cols, dist), axis=-1)[:, : d_out.shape[1]]
-                    width = order.shape[1]
-                    d_out[a:b, :width] = np.take_along_axis(dist, order, axis=1)
-                    i_out[a:b, :width] = np.take_along_axis(cols, order, axis=1)
+        for a in range(0, t_rows, rows):
+            b = min(a + rows, t_rows)
+            d2 = self._distances(q[a:b])
+            for (m, mask), (d_out, i_out) in zip(requests, out):
+                if d_out.shape[1] == 0:
+                    continue
+                if mask is None:
+                    width = min(m + _SLACK, self.size)
+                    cols = torch.topk(torch.from_numpy(d2), width, dim=1, largest=False, sorted=False).indices.numpy()
+                    dist = np.take_along_axis(d2, cols, axis=1)
+                else:
+                    dist, cols = _masked_rows(d2, mask[a:b])
+                order = np.lexsort((cols, dist), axis=-1)[:, : d_out.shape[1]]
+                width = order.shape[1]
+                d_out[a:b, :width] = np.take_along_axis(dist, order, axis=1)
+                i_out[a:b, :width] = np.take_along_axis(cols, order, axis=1)
         for d_out, i_out in out:
             i_out[np.isinf(d_out)] = -1
         return out
@@ -376,6 +434,28 @@ class Datastore:
             starts = np.searchsorted(self.sentence_of, np.arange(len(self.sentences)))
             filled = np.bincount(self.sentence_of, minlength=len(self.sentences)) > 0
             out[:, filled] = np.logical_or.reduceat(mask, starts[filled], axis=1)
+        return out
+
+    def sentences_with_sequences(self, sequences: list[np.ndarray]) -> np.ndarray:
+        """``(len(sequences), n_sentences)`` bool: whether each sentence holds each
+        sequence of token classes as consecutive entries (a span word for word, under the
+        ``match`` rule); one compiled pass per sequence over the entries of its first class.
+
+        >>> store = Datastore([SentenceRecord(0, 0, 0, 1, "a"), SentenceRecord(0, 1, 2, 3, "b")],
+        ...     [CachedSentence(np.arange(3), np.zeros((3, 2), np.int64), np.zeros((3, 1))),
+        ...      CachedSentence(np.arange(2), np.zeros((2, 2), np.int64), np.zeros((2, 1)))],
+        ...     [np.array([1, 2, 3]), np.array([1, 3])])
+        >>> store.sentences_with_sequences([np.array([1, 3]), np.array([3])]).tolist()
+        [[False, True], [True, True]]
+        """
+        out = np.zeros((len(sequences), len(self.sentences)), dtype=bool)
+        if not len(sequences) or not self.size:
+            return out
+        flat = np.concatenate([np.asarray(q, dtype=np.int64).ravel() for q in sequences])
+        bounds = np.zeros(len(sequences) + 1, dtype=np.int64)
+        np.cumsum([np.asarray(q).size for q in sequences], out=bounds[1:])
+        order, sorted_class = self._groups[False]
+        _sequence_rows(self.token_class, self.sentence_of, order, sorted_class, flat, bounds, out)
         return out
 
     def nearest_of_class(
@@ -433,3 +513,119 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
         keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]
         representative[starts[cur] : starts[cur] + width] = representative[starts[prev] : starts[prev] + width]
     return representative
+
+
+# Distance-matrix cells (queries x entries) above which game_candidates scans rows on
+# numba's threads: below, waking the pool costs more than the scan (~1 ns a cell).
+_PARALLEL_CELLS = 1 << 21
+
+
+@numba.njit(cache=True, nogil=True)
+def _insert(dist, index, n, d, j):
+    """Put entry ``j`` at distance ``d`` into the list ``dist[:n], index[:n]`` sorted by
+    (distance, index), keeping its capacity ``len(dist)``; entries arrive by ascending
+    index, so an equal distance goes after the ones already there. Returns the new length."""
+    cap = dist.shape[0]
+    if n == cap and not d < dist[n - 1]:
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and d < dist[p - 1]:
+        dist[p] = dist[p - 1]
+        index[p] = index[p - 1]
+        p -= 1
+    dist[p] = d
+    index[p] = j
+    return n + 1 if n < cap else n
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_row(partial, q_norm, representative, token_class, piece_class, sentence_of, cls, use_piece, n_match, d_out, i_out,
+              carries):
+    m = d_out.shape[0]
+    zero = np.float32(0.0)
+    near_d = np.empty(m, np.float32)
+    near_i = np.empty(m, np.int64)
+    match_d = np.empty(max(n_match, 1), np.float32)
+    match_i = np.empty(max(n_match, 1), np.int64)
+    n_near = 0
+    n_same = 0
+    # The worst distance each full list still holds (inf until full): most entries are
+    # farther and cost one comparison.
+    near_worst = np.float32(np.inf)
+    match_worst = np.float32(np.inf)
+    classes = piece_class if use_piece else token_class
+    for j in range(partial.shape[0]):
+        d = partial[representative[j]] + q_norm  # float32, as numpy adds them
+        if d < zero:
+            d = zero
+        if classes[j] == cls:
+            carries[sentence_of[j]] = True
+            if n_match > 0 and (n_same < n_match or d < match_worst):
+                n_same = _insert(match_d, match_i, n_same, d, j)
+                if n_same == n_match:
+                    match_worst = match_d[n_match - 1]
+        if n_near < m or d < near_worst:
+            n_near = _insert(near_d, near_i, n_near, d, j)
+            if n_near == m:
+                near_worst = near_d[m - 1]
+    # The matched players, then the nearest others until there are m (the m nearest are
+    # m distinct entries, so there always are), all in (distance, index) order.
+    n = 0
+    for r in range(n_same):
+        n = _insert(d_out, i_out, n, match_d[r], match_i[r])
+    for r in range(n_near):
+        if n == m:
+            break
+        taken = False
+        for s in range(n_same):
+            if match_i[s] == near_i[r]:
+                taken = True
+                break
+        if not taken:
+            p = n
+            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
+                d_out[p] = d_out[p - 1]
+                i_out[p] = i_out[p - 1]
+                p -= 1
+            d_out[p] = near_d[r]
+            i_out[p] = near_i[r]
+            n += 1
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _scan_rows(partial, q_norms, representative, token_class, piece_class, sentence_of, classes, use_piece, n_match, d_out,
+               i_out, carries):
+    for t in numba.prange(partial.shape[0]):
+        _scan_row(partial[t], q_norms[t], representative, token_class, piece_class, sentence_of, classes[t], use_piece[t],
+                  n_match, d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_rows_serial(partial, q_norms, representative, token_class, piece_class, sentence_of, classes, use_piece, n_match,
+                      d_out, i_out, carries):
+    for t in range(partial.shape[0]):
+        _scan_row(partial[t], q_norms[t], representative, token_class, piece_class, sentence_of, classes[t], use_piece[t],
+                  n_match, d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _sequence_rows(token_class, sentence_of, order, sorted_class, flat, bounds, out):
+    n_entries = token_class.shape[0]
+    for r in range(bounds.shape[0] - 1):
+        a = bounds[r]
+        n = bounds[r + 1] - a
+        if n == 0:
+            continue
+        lo = np.searchsorted(sorted_class, flat[a])
+        hi = np.searchsorted(sorted_class, flat[a] + 1)
+        for p in range(lo, hi):
+            j = order[p]
+            if j + n > n_entries or out[r, sentence_of[j]]:
+                continue
+            same = True
+            for i in range(1, n):
+                if token_class[j + i] != flat[a + i] or sentence_of[j + i] != sentence_of[j]:
+                    same = False
+                    break
+            if same:
+                out[r, sentence_of[j]] = True
