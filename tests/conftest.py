@@ -4,9 +4,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Property tests draw the same examples on every run (a failure in CI is then reproducible
+# locally, and a green suite stays green); no example database is written into the repo.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.load_profile("deterministic")
 
 # Converting the packaged GGUF takes ~20-30 s, so converted models persist between runs in
 # the repo's git-ignored .cache/ (CI's fresh clone converts once per run). Datastores

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tokenshapley_rag import context_scores, context_weights
 import re
 
-from tokenshapley_rag._attribution import SentenceTexts, sentences_with_sequence
+from tokenshapley_rag._attribution import SentenceTexts, _membership, _weight_rows, sentences_with_sequence, span_games
 
 # 3 answer tokens in one answer sentence; 3 datastore sentences: source 0 has sentences
 # 0 and 1, source 1 has sentence 2.
@@ -148,3 +148,70 @@ def test_sentence_texts_match_brute_force(sentences, phrase, open_start, open_en
         expected.append(hit)
     got = SentenceTexts.of(sentences).holding(phrase, open_start=open_start, open_end=open_end)
     assert got.tolist() == expected
+
+
+def _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, weight, scale, verbatim=None, words=None):
+    """The keyword games in plain numpy, matrix by matrix (the implementation the
+    compiled span_games replaced): the oracle of the property test below."""
+    n_tok, n_sent = scores.shape
+    member = _membership(spans, n_tok)
+    own = member.astype(scores.dtype) @ scores
+    if n_sent == 0:
+        return own, own, np.zeros(own.shape, dtype=bool)
+    nonempty = member.any(axis=1)
+    holds = member @ carries  # bool matmul: some member token's class is in the sentence
+    exact = np.zeros(len(spans), dtype=bool)
+    if verbatim is not None:
+        exact = verbatim.any(axis=1) & nonempty
+        holds = np.where(exact[:, None], verbatim, holds)
+    in_context = _weight_rows(answer_sentence, member, spans, weight, scale) @ scores if weight > 0 else own
+    # Candidates: the sentences of every source holding the span.
+    in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
+    candidate_source = holds @ in_source
+    if words is not None:
+        # A span no source holds word for word (a paraphrase): the sources that hold the
+        # most of its words, rather than every source that shares one token with it (a
+        # token of punctuation included).
+        for r in np.flatnonzero(~exact & nonempty).tolist():
+            if not words[r]:
+                continue
+            word_tokens = np.zeros((len(words[r]), n_tok), dtype=bool)
+            for i, w in enumerate(words[r]):
+                word_tokens[i, w] = True
+            count = ((word_tokens @ carries) @ in_source).sum(axis=0)
+            candidate_source[r] = (count == count.max()) & (count.max() > 0)
+    candidate = candidate_source[:, sentence_source] & nonempty[:, None]
+    rest = np.where(exact[:, None], -np.inf, own)
+    return np.where(candidate, in_context, rest), own, holds
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_tok=st.integers(1, 12),
+    sentence_source=st.lists(st.integers(0, 3), min_size=0, max_size=6),
+    n_spans=st.integers(0, 5),
+    weight=st.sampled_from([0.0, 0.5, 1.0]),
+    use_verbatim=st.booleans(),
+    use_words=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_span_games_equal_the_numpy_matrices(n_tok, sentence_source, n_spans, weight, use_verbatim, use_words, seed):
+    rng = np.random.default_rng(seed)
+    n_sent = len(sentence_source)
+    sentence_source = np.array(sentence_source, dtype=np.int64)
+    scores = np.round(rng.normal(size=(n_tok, n_sent)), 2)
+    carries = rng.random((n_tok, n_sent)) < 0.4
+    answer_sentence = np.sort(rng.integers(0, 3, size=n_tok))
+    spans = [np.sort(rng.choice(n_tok, size=rng.integers(0, min(n_tok, 4) + 1), replace=False)) for _ in range(n_spans)]
+    verbatim = (rng.random((n_spans, n_sent)) < 0.2) if use_verbatim else None
+    words = None
+    if use_words:
+        words = [None if rng.random() < 0.2 else [np.sort(rng.choice(n_tok, size=rng.integers(1, min(n_tok, 2) + 1), replace=False))
+                                                  for _ in range(rng.integers(0, 3))] for _ in range(n_spans)]
+    got = span_games(scores, carries, sentence_source, answer_sentence, spans, weight, 4.0, verbatim, words)
+    if n_sent == 0:
+        assert all(g.shape == (n_spans, 0) for g in got)
+        return
+    want = _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, weight, 4.0, verbatim, words)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)

@@ -202,7 +202,8 @@ def test_rank_sources_equals_the_per_source_loop(sentence_source, n_kw, seed):
     sentence_source = np.array(sentence_source, dtype=np.int64)  # any order; source 4 may have none
     sources = [Source(id=f"src{i}", text="x") for i in range(5)]
     records = [SentenceRecord(int(s), j, 0, 1, f"s{j}") for j, s in enumerate(sentence_source)]
-    per = np.round(rng.normal(size=(n_kw, len(sentence_source))), 1)  # rounded: ties happen
+    # Quarters: ties happen, and every sum is exact whatever the order of the additions.
+    per = np.round(rng.normal(size=(n_kw, len(sentence_source))) * 4) / 4
     per[rng.random(per.shape) < 0.25] = -np.inf
     holds = rng.random(per.shape) < 0.4
     got = _rank_sources(sources, records, sentence_source, per, holds)

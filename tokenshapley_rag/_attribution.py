@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import os
 import re
 import threading
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
 
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
@@ -26,7 +28,7 @@ from tokenshapley_rag.errors import (
     InvalidInputError,
     InvalidInputTypeError,
 )
-from tokenshapley_rag.shapley import knn_shapley_batch
+from tokenshapley_rag.shapley import _PARALLEL_WORK, _shapley_row, knn_shapley_batch
 
 if TYPE_CHECKING:
     from tokenshapley_rag._stream import AttributionStream
@@ -200,35 +202,117 @@ def span_games(
     Returns ``(in_context, own, holds)``, three ``(len(spans), n_sentences)`` arrays.
     """
     n_tok, n_sent = scores.shape
-    member = _membership(spans, n_tok)
-    own = member.astype(scores.dtype) @ scores
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    spans = [np.asarray(m, dtype=np.int64).ravel() for m in spans]
+    flat = np.concatenate(spans) if spans else np.zeros(0, np.int64)
+    bounds = np.zeros(len(spans) + 1, dtype=np.int64)
+    np.cumsum([len(m) for m in spans], out=bounds[1:])
+    # The words of the most-words rule, flattened: span r's words are word_of_span[r] to
+    # word_of_span[r + 1] - 1, word i's tokens word_tokens[word_bounds[i]:word_bounds[i + 1]].
+    per_span = [list(words[r] or ()) if words is not None else [] for r in range(len(spans))]
+    word_list = [np.asarray(w, dtype=np.int64).ravel() for ws in per_span for w in ws]
+    word_tokens = np.concatenate(word_list) if word_list else np.zeros(0, np.int64)
+    word_bounds = np.zeros(len(word_list) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in word_list], out=word_bounds[1:])
+    word_of_span = np.zeros(len(spans) + 1, dtype=np.int64)
+    np.cumsum([len(ws) for ws in per_span], out=word_of_span[1:])
+    shape = (len(spans), n_sent)
+    result, own, holds = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=bool)
     if n_sent == 0:
-        return own, own, np.zeros(own.shape, dtype=bool)
-    nonempty = member.any(axis=1)
-    holds = member @ carries  # bool matmul: some member token's class is in the sentence
-    exact = np.zeros(len(spans), dtype=bool)
-    if verbatim is not None:
-        exact = verbatim.any(axis=1) & nonempty
-        holds = np.where(exact[:, None], verbatim, holds)
-    in_context = _weight_rows(answer_sentence, member, spans, weight, scale) @ scores if weight > 0 else own
-    # Candidates: the sentences of every source holding the span.
-    in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
-    candidate_source = holds @ in_source
-    if words is not None:
-        # A span no source holds word for word (a paraphrase): the sources that hold the
-        # most of its words, rather than every source that shares one token with it (a
-        # token of punctuation included).
-        for r in np.flatnonzero(~exact & nonempty).tolist():
-            if not words[r]:
-                continue
-            word_tokens = np.zeros((len(words[r]), n_tok), dtype=bool)
-            for i, w in enumerate(words[r]):
-                word_tokens[i, w] = True
-            count = ((word_tokens @ carries) @ in_source).sum(axis=0)
-            candidate_source[r] = (count == count.max()) & (count.max() > 0)
-    candidate = candidate_source[:, sentence_source] & nonempty[:, None]
-    rest = np.where(exact[:, None], -np.inf, own)
-    return np.where(candidate, in_context, rest), own, holds
+        return result, own, holds
+    _span_game_rows(
+        scores, np.ascontiguousarray(carries, dtype=bool), np.ascontiguousarray(sentence_source, dtype=np.int64),
+        int(sentence_source.max()) + 1, np.ascontiguousarray(answer_sentence, dtype=np.int64), flat, bounds,
+        float(weight), float(scale),
+        np.zeros((len(spans), n_sent), dtype=bool) if verbatim is None else np.ascontiguousarray(verbatim, dtype=bool),
+        verbatim is not None, word_tokens, word_bounds, word_of_span, result, own, holds,
+    )
+    return result, own, holds
+
+
+@numba.njit(cache=True, nogil=True)
+def _span_game_rows(scores, carries, sentence_source, n_sources, answer_sentence, flat, bounds, weight, scale, verbatim,
+                    use_verbatim, word_tokens, word_bounds, word_of_span, result, own, holds):
+    """:func:`span_games`, one span (row) at a time; what each step means is spelled out
+    in the numpy oracle of tests/test_context_game.py."""
+    n_tok, n_sent = scores.shape
+    in_context = np.zeros(n_sent)
+    weights = np.zeros(n_tok)
+    member = np.zeros(n_tok, dtype=np.bool_)
+    candidate_source = np.zeros(n_sources, dtype=np.bool_)
+    word_held = np.zeros(n_sources, dtype=np.bool_)
+    count = np.zeros(n_sources, dtype=np.int64)
+    for r in range(bounds.shape[0] - 1):
+        a, b = bounds[r], bounds[r + 1]
+        if a == b:
+            continue  # an empty span: every value 0, no candidate
+        member[:] = False
+        for i in range(a, b):
+            member[flat[i]] = True
+        # own: the span tokens' values; holds: the sentences carrying one of its tokens.
+        for t in range(n_tok):
+            if member[t]:
+                for s in range(n_sent):
+                    own[r, s] += scores[t, s]
+                    if carries[t, s]:
+                        holds[r, s] = True
+        exact = False
+        if use_verbatim:
+            for s in range(n_sent):
+                if verbatim[r, s]:
+                    exact = True
+            if exact:
+                for s in range(n_sent):
+                    holds[r, s] = verbatim[r, s]
+        # The context game: weight 1 on the span's tokens, weight * exp(-d / scale) on the
+        # other tokens of its answer sentence (d: tokens to the nearest end of the span).
+        if weight > 0:
+            first, last = flat[a], flat[b - 1]
+            for t in range(n_tok):
+                if member[t]:
+                    weights[t] = 1.0
+                elif answer_sentence[t] == answer_sentence[first]:
+                    weights[t] = weight * np.exp(-min(abs(t - first), abs(t - last)) / scale)
+                else:
+                    weights[t] = 0.0
+            in_context[:] = 0.0
+            for t in range(n_tok):
+                if weights[t] != 0.0:
+                    for s in range(n_sent):
+                        in_context[s] += weights[t] * scores[t, s]
+        else:
+            in_context[:] = own[r]
+        # Candidate sources: those holding the span (verbatim when any does); for a span no
+        # source holds verbatim, with its words given, those holding the most of its words.
+        candidate_source[:] = False
+        if not exact and word_of_span[r + 1] > word_of_span[r]:
+            count[:] = 0
+            for w in range(word_of_span[r], word_of_span[r + 1]):
+                word_held[:] = False
+                for i in range(word_bounds[w], word_bounds[w + 1]):
+                    t = word_tokens[i]
+                    for s in range(n_sent):
+                        if carries[t, s]:
+                            word_held[sentence_source[s]] = True
+                for src in range(n_sources):
+                    if word_held[src]:
+                        count[src] += 1
+            most = 0
+            for src in range(n_sources):
+                most = max(most, count[src])
+            for src in range(n_sources):
+                candidate_source[src] = most > 0 and count[src] == most
+        else:
+            for s in range(n_sent):
+                if holds[r, s]:
+                    candidate_source[sentence_source[s]] = True
+        for s in range(n_sent):
+            if candidate_source[sentence_source[s]]:
+                result[r, s] = in_context[s]
+            elif exact:
+                result[r, s] = -np.inf
+            else:
+                result[r, s] = own[r, s]
 
 
 def sentences_with_sequence(
@@ -347,10 +431,12 @@ class SentenceTexts:
         check_before = _is_word_char(needle[0]) and not open_start
         check_after = _is_word_char(needle[-1]) and not open_end
         i = text.find(needle)
+        end = len(text)
         while i != -1:
             j = i + n
-            if not (check_before and i > 0 and _is_word_char(text[i - 1])) and not (
-                check_after and j < len(text) and _is_word_char(text[j])
+            # (_is_word_char inlined: this loop runs for every occurrence of every keyword)
+            if not (check_before and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")) and not (
+                check_after and j < end and (text[j].isalnum() or text[j] == "_")
             ):
                 # Found in this sentence: go on from the next one (a stopword-like phrase
                 # can occur dozens of times in a sentence).
@@ -974,10 +1060,9 @@ class TokenShapley:
         """(T, n_sentences) Shapley values summed per sentence, whether each sentence holds
         a token that matches each answer token, and the answer tokens' match classes."""
         n_tok = len(resp.ids)
-        out = np.zeros((n_tok, len(store.sentences)))
         classes, piece_classes = self._token_classes(resp.ids, response, resp.offsets)
         if store.size == 0 or n_tok == 0:
-            return out, np.zeros((n_tok, len(store.sentences)), dtype=bool), classes
+            return np.zeros((n_tok, len(store.sentences))), np.zeros((n_tok, len(store.sentences)), dtype=bool), classes
         pieces = None
         game_classes = classes
         if self.match == "word_or_token":
@@ -988,23 +1073,15 @@ class TokenShapley:
         m = min(self.m, store.size)
         n_match = m // 2 if self.candidates == "mixed" and m >= 2 else 0
         d2, idx, carries = store.game_candidates(queries, game_classes, m, n_match, pieces)
-        d2 = d2.astype(np.float64)
-        if self.gamma == "auto":
-            # Per answer token, so that a token's values do not depend on the rest of the
-            # answer (what lets a streamed sentence be attributed before the answer ends).
-            # The rows are sorted (nearest first): their median is their middle, as
-            # np.median gives it (the mean of the two middle values for an even m).
-            mid = d2.shape[1] // 2
-            med = (d2[:, mid : mid + 1] if d2.shape[1] % 2 else (d2[:, mid - 1 : mid] + d2[:, mid : mid + 1]) / 2)
-            gamma = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
-        else:
-            gamma = float(self.gamma)
-        sims = np.exp(-gamma * (d2 - d2[:, :1]))
-        matches = store.matches(idx, game_classes, pieces)
-        phi = knn_shapley_batch(sims, matches, self.k)
         n_sent = len(store.sentences)
-        cell = (np.arange(n_tok)[:, None] * n_sent + store.sentence_of[idx]).ravel()
-        out = np.bincount(cell, weights=phi.ravel(), minlength=n_tok * n_sent).reshape(n_tok, n_sent)
+        out = np.zeros((n_tok, n_sent))
+        use_piece = np.zeros(n_tok, dtype=bool) if pieces is None else pieces
+        # Per answer token: similarities, matches, its game's exact Shapley values and their
+        # sums per sentence, in one compiled pass (what sentence_values_reference spells out).
+        work = n_tok * d2.shape[1] * math.comb(d2.shape[1], min(self.k, d2.shape[1]) - 1)
+        rows = _sentence_value_rows if work >= _PARALLEL_WORK else _sentence_value_rows_serial
+        rows(d2, idx, game_classes, use_piece, store.token_class, store.piece_class, store.sentence_of, self.k,
+             self.gamma == "auto", 1.0 if self.gamma == "auto" else float(self.gamma), out)
         return out, carries, classes
 
     def _assemble(
@@ -1042,8 +1119,8 @@ class TokenShapley:
             scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
             self.context_weight, self.context_scale, verbatim,
             None if verbatim is None else [
-                None if verbatim[r].any() else span_words(response, resp.offsets, kw.start, kw.end)
-                for r, (kw, _) in enumerate(cited)
+                None if found else span_words(response, resp.offsets, kw.start, kw.end)
+                for found, (kw, _) in zip(verbatim.any(axis=1).tolist(), cited)
             ],
         )
         best_own = own.max(axis=1) if n_sent else np.zeros(len(cited))
@@ -1065,12 +1142,10 @@ class TokenShapley:
         keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
         source_scores = {s.id: 0.0 for s in sources}
         sentence_scores = []
-        for j, rec in enumerate(store.sentences):
+        for rec, total, keyword_total in zip(store.sentences, totals.tolist(), keyword_totals.tolist()):
             sid = sources[rec.source_index].id
-            source_scores[sid] += float(totals[j])
-            sentence_scores.append(
-                SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, float(totals[j]), float(keyword_totals[j]))
-            )
+            source_scores[sid] += total
+            sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, total, keyword_total))
         tokens = TokenScores(
             texts=[response[a:b] for a, b in resp.offsets.tolist()],
             offsets=resp.offsets.copy(),
@@ -1194,3 +1269,71 @@ def _assign_sentences(offsets: np.ndarray, sentences: list[tuple[int, int]]) -> 
     starts = np.array([a for a, _ in sentences] or [0])
     last_char = np.maximum(offsets[:, 1] - 1, offsets[:, 0])
     return np.maximum(np.searchsorted(starts, last_char, side="right") - 1, 0).astype(np.int64)
+
+
+def sentence_values_reference(
+    d2: np.ndarray,
+    idx: np.ndarray,
+    classes: np.ndarray,
+    store: Datastore,
+    k: int,
+    gamma: float | str = "auto",
+    pieces: np.ndarray | None = None,
+) -> np.ndarray:
+    """``(T, n_sentences)``: each answer token's game, spelled out in numpy (the oracle of
+    the compiled pass in ``TokenShapley``). ``d2``, ``idx``: the players' squared distances
+    and entries, nearest first (:meth:`Datastore.game_candidates`); similarities
+    ``exp(-gamma * (d2 - d2_nearest))`` with ``gamma = 1 / median(d2)`` per token for
+    "auto"; a player matches when its entry carries the token's class; the players'
+    :func:`~tokenshapley_rag.shapley.knn_shapley_batch` values summed per sentence."""
+    d2 = np.asarray(d2, dtype=np.float64)
+    n_tok, n_sent = d2.shape[0], len(store.sentences)
+    if not d2.size:
+        return np.zeros((n_tok, n_sent))
+    if gamma == "auto":
+        med = np.median(d2, axis=1, keepdims=True)
+        g = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
+    else:
+        g = float(gamma)
+    sims = np.exp(-g * (d2 - d2[:, :1]))
+    phi = knn_shapley_batch(sims, store.matches(idx, classes, pieces), k)
+    cell = (np.arange(n_tok)[:, None] * n_sent + store.sentence_of[idx]).ravel()
+    return np.bincount(cell, weights=phi.ravel(), minlength=n_tok * n_sent).reshape(n_tok, n_sent)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sentence_value_row(d2, idx, cls, classes, sentence_of, k, auto, gamma, out):
+    m = d2.shape[0]
+    if m == 0:
+        return
+    g = gamma
+    if auto:
+        # The row is sorted (nearest first): its median is its middle, as np.median gives
+        # it (the mean of the two middle values for an even m).
+        mid = m // 2
+        med = np.float64(d2[mid]) if m % 2 else (np.float64(d2[mid - 1]) + np.float64(d2[mid])) / 2
+        g = 1.0 / med if med > 0 else 1.0
+    nearest = np.float64(d2[0])
+    sims = np.empty(m)
+    matches = np.empty(m, dtype=np.bool_)
+    phi = np.empty(m)
+    for j in range(m):
+        sims[j] = np.exp(-g * (np.float64(d2[j]) - nearest))
+        matches[j] = classes[idx[j]] == cls
+    _shapley_row(sims, matches, k, True, phi)
+    for j in range(m):
+        out[sentence_of[idx[j]]] += phi[j]
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _sentence_value_rows(d2, idx, game_classes, use_piece, token_class, piece_class, sentence_of, k, auto, gamma, out):
+    for t in numba.prange(d2.shape[0]):
+        classes = piece_class if use_piece[t] else token_class
+        _sentence_value_row(d2[t], idx[t], game_classes[t], classes, sentence_of, k, auto, gamma, out[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _sentence_value_rows_serial(d2, idx, game_classes, use_piece, token_class, piece_class, sentence_of, k, auto, gamma, out):
+    for t in range(d2.shape[0]):
+        classes = piece_class if use_piece[t] else token_class
+        _sentence_value_row(d2[t], idx[t], game_classes[t], classes, sentence_of, k, auto, gamma, out[t])

@@ -199,14 +199,17 @@ class Datastore:
     """Keys, token values and provenance of every context token, searched exactly.
 
     Search is one matrix product per block of queries, ``|k|^2 - 2 q.k`` against cached
-    key norms, then a top-m over all entries and, for the "mixed" candidates, one over the
-    entries of each query's class, from the same matrix (:meth:`mixed_nearest`). A
-    datastore holds one answer's retrieved context (10^2-10^5 tokens). At 16k entries
-    this exact search took a quarter to a half of the time of faiss's flat index on this CPU; at ~400
-    entries faiss's search alone was a little faster, but building its index took
-    ~10x longer than the search (docs/performance.md). It needs no second copy of the keys. It grows
-    with the datastore (at 16k entries it costs ~40% of the answer's encoder pass); an
-    approximate index would trade exactness for that.
+    key norms, then one compiled pass over each row (:meth:`game_candidates`, what
+    attribution uses): it keeps the query's nearest entries and the nearest of its class
+    (the "mixed" candidates) in exact (distance, index) order and notes which sentences
+    carry the class, with no ``(queries x entries)`` mask. :meth:`nearest` and
+    :meth:`mixed_nearest` take any mask instead (numpy, for analysis and as the scan's
+    oracle). A datastore holds one answer's retrieved context (10^2-10^5 tokens). At 16k
+    entries the exact search took a quarter to a half of the time of faiss's flat index
+    on this CPU; at ~400 entries faiss's search alone was a little faster, but building
+    its index took ~10x longer than the search (docs/performance.md). It needs no second
+    copy of the keys. It grows with the datastore; an approximate index would trade
+    exactness for that.
 
     Parameters
     ----------

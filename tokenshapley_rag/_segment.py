@@ -200,15 +200,17 @@ def token_words(text: str, offsets: "np.ndarray | list[tuple[int, int]]") -> lis
     >>> token_words("In 2011, X-Men.", [(0, 2), (2, 4), (4, 5), (5, 6), (6, 7), (7, 8), (8, 10), (10, 11), (11, 14), (14, 15)])
     ['in', '2011', '2011', '2011', '2011', ',', 'x', '-', 'men', '.']
     """
-    runs = [(m.start(), m.end()) for m in _WORD_RUN.finditer(text)]
-    starts = [a for a, _ in runs]
+    runs = list(_WORD_RUN.finditer(text))
+    starts = [m.start() for m in runs]
+    ends = [m.end() for m in runs]
+    folded = [m.group().casefold() for m in runs]  # once per word, not per token
     out: list[str] = []
     for a, b in (offsets.tolist() if hasattr(offsets, "tolist") else offsets):
         while a < b and text[a].isspace():
             a += 1
-        i = bisect.bisect_right(starts, a) - 1
-        if a < b and i >= 0 and runs[i][0] <= a < runs[i][1]:
-            out.append(text[runs[i][0] : runs[i][1]].casefold())
+        i = bisect.bisect_right(starts, a) - 1  # the last run starting at or before a
+        if a < b and i >= 0 and a < ends[i]:
+            out.append(folded[i])
         else:
             out.append(text[a:b].strip().casefold())
     return out
