@@ -172,6 +172,23 @@ def forget_memos(ts) -> None:
             memo.clear()
 
 
+def warm_parallel_kernels(ts) -> None:
+    """One tiny attribution with every compiled step forced onto numba's threads: the
+    parallel kernels a large context switches to are loaded (or, in a fresh checkout,
+    compiled: seconds) before any timing, not inside the first large row."""
+    import tokenshapley_rag._attribution as attribution
+    import tokenshapley_rag._datastore as datastore
+
+    saved = datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK
+    datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK = 0, 0
+    try:
+        forget_memos(ts)
+        ts.attribute(query="q", sources=["A warm-up sentence. Another one."], response="A warm-up.")
+    finally:
+        datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK = saved
+        forget_memos(ts)
+
+
 def reset_cache(ts, root) -> None:
     """A new sentence cache at ``root`` (None: memory only) and empty memos: the next
     build is cold."""
@@ -606,6 +623,7 @@ def child_main(spec: dict) -> None:
     # warm-up on a tiny input: numba and torch kernels loaded outside the measurement
     reset_cache(b.ts, None)
     b.ts.attribute(query="q", sources=["A warm-up sentence. Another one."], response="A warm-up.")
+    warm_parallel_kernels(b.ts)
     b.lm_forward(np.arange(8))
     reset_cache(b.ts, None)
     gc.collect()
@@ -1056,6 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(0)
     # warm-up (numba cache, kernels, the packing check) of both dtypes
     measure_case(b, examples[0].question, examples[0].sources, examples[0].answer, b16=b16, rng=rng)
+    warm_parallel_kernels(b.ts)
 
     # ---------------------------------------------------------------- per answer
     print(f"\n== per answer: {len(examples)} {args.dataset} answers x {args.repeats} repeats", flush=True)
