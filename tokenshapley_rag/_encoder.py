@@ -326,11 +326,11 @@ class CausalLMEncoder:
         prompt = self.prompt_ids(query)
         self._check_response_length(prompt, len(response.ids))
         seq = np.concatenate([prompt, response.ids[:-1]]) if len(response.ids) else prompt
-        ids = torch.as_tensor(seq, dtype=torch.long)[None, :]
-        mask = torch.ones_like(ids)
-        states = self._states(ids.to(self.loaded.model.device), mask.to(self.loaded.model.device))
-        states = states[0].float().cpu().numpy()
-        return states[len(prompt) - 1 :].copy()
+        device = self.loaded.model.device
+        ids = torch.as_tensor(seq, dtype=torch.long, device=device)[None, :]
+        states = self._states(ids, torch.ones_like(ids))
+        # The answer's rows of the pass's own output (a contiguous view, no copy).
+        return states[0].float().cpu().numpy()[len(prompt) - 1 :]
 
     def response_encoding(self, query: str) -> ResponseEncoding:
         """An encoding of an answer to ``query`` that grows as the answer streams in."""
