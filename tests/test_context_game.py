@@ -215,3 +215,15 @@ def test_span_games_equal_the_numpy_matrices(n_tok, sentence_source, n_spans, we
     want = _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, weight, 4.0, verbatim, words)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_span_games_refuse_bad_shapes_and_indices():
+    # The games run compiled, without index checks: bad input must fail loudly before.
+    with pytest.raises(ValueError, match="spans hold token indices outside"):
+        context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, np.array([0, 3]), 0.5, 1.0)
+    with pytest.raises(ValueError, match="carries must have shape"):
+        context_scores(SCORES, CARRIES[:2], SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0)
+    with pytest.raises(ValueError, match="verbatim must have shape"):
+        context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, np.array([True]))
+    with pytest.raises(ValueError, match="words hold token indices outside"):
+        context_scores(SCORES, CARRIES, SENTENCE_SOURCE, ANSWER_SENTENCE, SPAN, 0.5, 1.0, np.zeros(3, bool), [np.array([7])])

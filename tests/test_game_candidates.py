@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenshapley_rag._attribution import SentenceTexts, _rank_sources, sentences_with_sequence
+from tokenshapley_rag._attribution import SentenceTexts, _rank_sources, _sentence_values, sentences_with_sequence
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord, _PARALLEL_CELLS
 from tokenshapley_rag import _datastore
 from tokenshapley_rag._types import Source
+from tokenshapley_rag.shapley import knn_shapley_batch
 
 
 def _random_store(rng, token_ids, hidden=6, n_classes=4, scale=3.0):
@@ -118,11 +119,13 @@ def test_game_candidates_in_row_blocks_equal_one_block(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-def test_game_candidates_reject_misshaped_classes():
+def test_game_candidates_reject_misshaped_classes_and_pieces():
     rng = np.random.default_rng(1)
     store = _random_store(rng, [np.array([1, 2, 3])])
-    with pytest.raises(ValueError, match="one entry per query"):
+    with pytest.raises(ValueError, match="classes must have one entry per query"):
         store.game_candidates(np.zeros((2, 6), np.float32), np.array([1]), 2, 1)
+    with pytest.raises(ValueError, match="pieces must have one entry per query"):
+        store.game_candidates(np.zeros((2, 6), np.float32), np.array([1, 2]), 2, 1, np.array([True]))
 
 
 def test_empty_store_and_no_queries():
@@ -212,3 +215,56 @@ def test_rank_sources_equals_the_per_source_loop(sentence_source, n_kw, seed):
     for g, w in zip(got, want):
         assert [(a.source_id, a.sentence_index) for a in g] == [(sid, si) for sid, _, si in w]
         np.testing.assert_allclose([a.score for a in g], [t for _, t, _ in w], rtol=1e-12, atol=1e-12)
+
+
+def _sentence_values_numpy(d2, idx, classes, store, k, gamma="auto", pieces=None):
+    """Each answer token's game spelled out in numpy (what the compiled pass replaced):
+    similarities from np.median, matches from Datastore.matches, knn_shapley_batch, sums
+    per sentence by bincount."""
+    d2 = np.asarray(d2, dtype=np.float64)
+    n_tok, n_sent = d2.shape[0], len(store.sentences)
+    if gamma == "auto":
+        med = np.median(d2, axis=1, keepdims=True)
+        g = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
+    else:
+        g = float(gamma)
+    sims = np.exp(-g * (d2 - d2[:, :1]))
+    phi = knn_shapley_batch(sims, store.matches(idx, classes, pieces), k)
+    cell = (np.arange(n_tok)[:, None] * n_sent + store.sentence_of[idx]).ravel()
+    return np.bincount(cell, weights=phi.ravel(), minlength=n_tok * n_sent).reshape(n_tok, n_sent)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n_queries=st.integers(1, 6),
+    m=st.integers(1, 9),
+    k=st.integers(1, 4),
+    gamma=st.sampled_from(["auto", 0.05, 2.0]),
+    with_pieces=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_sentence_values_equal_the_numpy_game(n_queries, m, k, gamma, with_pieces, seed):
+    rng = np.random.default_rng(seed)
+    store = _random_store(rng, [rng.integers(0, 12, size=n).astype(np.int64) for n in (5, 3, 6, 4)])
+    queries = (rng.normal(size=(n_queries, 6)) * 3).astype(np.float32)
+    classes = rng.integers(0, 4, size=n_queries)
+    pieces = rng.random(n_queries) < 0.5 if with_pieces else None
+    d2, idx, _ = store.game_candidates(queries, classes, m, min(m, store.size) // 2, pieces)
+    got = _sentence_values(d2, idx, classes, store, k, gamma, pieces)
+    want = _sentence_values_numpy(d2, idx, classes, store, k, gamma, pieces)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # Rows sum to the game's value U(all players) (efficiency): 0 or 1.
+    assert set(np.round(got.sum(axis=1), 9).tolist()) <= {0.0, 1.0}
+
+
+def test_sentence_values_parallel_equals_serial(monkeypatch):
+    from tokenshapley_rag import _attribution
+
+    rng = np.random.default_rng(4)
+    store = _random_store(rng, [rng.integers(0, 12, size=8).astype(np.int64) for _ in range(6)])
+    queries = (rng.normal(size=(40, 6)) * 3).astype(np.float32)
+    classes = rng.integers(0, 4, size=40)
+    d2, idx, _ = store.game_candidates(queries, classes, 10, 5)
+    serial = _sentence_values(d2, idx, classes, store, 2, "auto")
+    monkeypatch.setattr(_attribution, "_PARALLEL_WORK", 0)
+    np.testing.assert_array_equal(_sentence_values(d2, idx, classes, store, 2, "auto"), serial)

@@ -28,7 +28,7 @@ from tokenshapley_rag.errors import (
     InvalidInputError,
     InvalidInputTypeError,
 )
-from tokenshapley_rag.shapley import _PARALLEL_WORK, _shapley_row, knn_shapley_batch
+from tokenshapley_rag.shapley import _PARALLEL_WORK, _shapley_row
 
 if TYPE_CHECKING:
     from tokenshapley_rag._stream import AttributionStream
@@ -217,6 +217,16 @@ def span_games(
     word_of_span = np.zeros(len(spans) + 1, dtype=np.int64)
     np.cumsum([len(ws) for ws in per_span], out=word_of_span[1:])
     shape = (len(spans), n_sent)
+    # The compiled pass does not check indices: bad input is refused here, by name.
+    for name, array, want in (("carries", carries, (n_tok, n_sent)), ("sentence_source", sentence_source, (n_sent,)),
+                              ("answer_sentence", answer_sentence, (n_tok,)),
+                              ("verbatim", shape if verbatim is None else verbatim, shape)):
+        got = array if isinstance(array, tuple) else np.shape(array)
+        if tuple(got) != want:
+            raise ValueError(f"{name} must have shape {want} for scores of shape {scores.shape}, got {tuple(got)}")
+    for name, tokens in (("spans", flat), ("words", word_tokens)):
+        if len(tokens) and (tokens.min() < 0 or tokens.max() >= n_tok):
+            raise ValueError(f"{name} hold token indices outside [0, {n_tok}): {tokens.min()}..{tokens.max()}")
     result, own, holds = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=bool)
     if n_sent == 0:
         return result, own, holds
@@ -816,7 +826,7 @@ class TokenShapley:
         cache_root = default_cache_dir() if cache_dir is None else cache_dir
         self.loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
         self.encoder = CausalLMEncoder(self.loaded, layer)
-        # The model's dtype, read once: ``model.dtype`` walks the parameters (~75 µs a call).
+        # The model's dtype, read once (``model.dtype`` walks the parameters on every call).
         self._dtype_name = str(self.loaded.model.dtype).removeprefix("torch.")
         self.cache = SentenceCache(os.path.join(cache_root, "datastore") if use_disk_cache else None)
         limit = self.encoder.max_length - 1  # one position goes to the BOS that starts a sentence
@@ -1073,16 +1083,7 @@ class TokenShapley:
         m = min(self.m, store.size)
         n_match = m // 2 if self.candidates == "mixed" and m >= 2 else 0
         d2, idx, carries = store.game_candidates(queries, game_classes, m, n_match, pieces)
-        n_sent = len(store.sentences)
-        out = np.zeros((n_tok, n_sent))
-        use_piece = np.zeros(n_tok, dtype=bool) if pieces is None else pieces
-        # Per answer token: similarities, matches, its game's exact Shapley values and their
-        # sums per sentence, in one compiled pass (what sentence_values_reference spells out).
-        work = n_tok * d2.shape[1] * math.comb(d2.shape[1], min(self.k, d2.shape[1]) - 1)
-        rows = _sentence_value_rows if work >= _PARALLEL_WORK else _sentence_value_rows_serial
-        rows(d2, idx, game_classes, use_piece, store.token_class, store.piece_class, store.sentence_of, self.k,
-             self.gamma == "auto", 1.0 if self.gamma == "auto" else float(self.gamma), out)
-        return out, carries, classes
+        return _sentence_values(d2, idx, game_classes, store, self.k, self.gamma, pieces), carries, classes
 
     def _assemble(
         self,
@@ -1271,34 +1272,31 @@ def _assign_sentences(offsets: np.ndarray, sentences: list[tuple[int, int]]) -> 
     return np.maximum(np.searchsorted(starts, last_char, side="right") - 1, 0).astype(np.int64)
 
 
-def sentence_values_reference(
-    d2: np.ndarray,
-    idx: np.ndarray,
-    classes: np.ndarray,
-    store: Datastore,
-    k: int,
-    gamma: float | str = "auto",
+def _sentence_values(
+    d2: np.ndarray, idx: np.ndarray, classes: np.ndarray, store: Datastore, k: int, gamma: float | str,
     pieces: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(T, n_sentences)``: each answer token's game, spelled out in numpy (the oracle of
-    the compiled pass in ``TokenShapley``). ``d2``, ``idx``: the players' squared distances
-    and entries, nearest first (:meth:`Datastore.game_candidates`); similarities
-    ``exp(-gamma * (d2 - d2_nearest))`` with ``gamma = 1 / median(d2)`` per token for
-    "auto"; a player matches when its entry carries the token's class; the players'
-    :func:`~tokenshapley_rag.shapley.knn_shapley_batch` values summed per sentence."""
-    d2 = np.asarray(d2, dtype=np.float64)
-    n_tok, n_sent = d2.shape[0], len(store.sentences)
-    if not d2.size:
-        return np.zeros((n_tok, n_sent))
-    if gamma == "auto":
-        med = np.median(d2, axis=1, keepdims=True)
-        g = np.where(med > 0, 1.0 / np.where(med > 0, med, 1.0), 1.0)
-    else:
-        g = float(gamma)
-    sims = np.exp(-g * (d2 - d2[:, :1]))
-    phi = knn_shapley_batch(sims, store.matches(idx, classes, pieces), k)
-    cell = (np.arange(n_tok)[:, None] * n_sent + store.sentence_of[idx]).ravel()
-    return np.bincount(cell, weights=phi.ravel(), minlength=n_tok * n_sent).reshape(n_tok, n_sent)
+    """``(T, n_sentences)``: each answer token's exact Shapley values summed per sentence.
+
+    ``d2``, ``idx``: the players' squared distances and entries, nearest first
+    (:meth:`Datastore.game_candidates`). Similarities ``exp(-gamma * (d2 - d2_nearest))``,
+    with ``gamma = 1 / median(d2)`` per token for "auto" (so that a token's values do not
+    depend on the rest of the answer, which lets a streamed sentence be attributed before
+    the answer ends); a player matches when its entry carries the token's class (its
+    piece class where ``pieces``). One compiled pass per token; the numpy spelling is the
+    oracle in tests/test_game_candidates.py.
+    """
+    n_tok, m = d2.shape
+    out = np.zeros((n_tok, len(store.sentences)))
+    if not n_tok or not m:
+        return out
+    use_piece = np.zeros(n_tok, dtype=bool) if pieces is None else np.ascontiguousarray(pieces, dtype=bool)
+    work = n_tok * m * math.comb(m, min(k, m) - 1)
+    rows = _sentence_value_rows if work >= _PARALLEL_WORK else _sentence_value_rows_serial
+    rows(np.ascontiguousarray(d2), np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(classes, dtype=np.int64),
+         use_piece, store.token_class, store.piece_class, store.sentence_of, int(k), gamma == "auto",
+         1.0 if gamma == "auto" else float(gamma), out)
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -323,6 +323,8 @@ class Datastore:
         if classes.shape != (t_rows,):
             raise ValueError(f"classes must have one entry per query ({t_rows}), got shape {classes.shape}")
         use_piece = np.zeros(t_rows, dtype=bool) if pieces is None else np.ascontiguousarray(pieces, dtype=bool)
+        if use_piece.shape != (t_rows,):
+            raise ValueError(f"pieces must have one entry per query ({t_rows}), got shape {use_piece.shape}")
         m = min(m, self.size)
         n_match = max(0, min(n_match, m))
         d_out = np.zeros((t_rows, m), dtype=np.float32)
