@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tokenshapley_rag import context_scores, context_weights
 import re
 
-from tokenshapley_rag._attribution import SentenceTexts, _membership, _weight_rows, sentences_with_sequence, span_games
+from tokenshapley_rag._attribution import SentenceTexts, _context_weight_rows, sentences_with_sequence, span_games
 
 # 3 answer tokens in one answer sentence; 3 datastore sentences: source 0 has sentences
 # 0 and 1, source 1 has sentence 2.
@@ -154,7 +154,9 @@ def _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, 
     """The keyword games in plain numpy, matrix by matrix (the implementation the
     compiled span_games replaced): the oracle of the property test below."""
     n_tok, n_sent = scores.shape
-    member = _membership(spans, n_tok)
+    member = np.zeros((len(spans), n_tok), dtype=bool)
+    for r, m in enumerate(spans):
+        member[r, m] = True
     own = member.astype(scores.dtype) @ scores
     if n_sent == 0:
         return own, own, np.zeros(own.shape, dtype=bool)
@@ -164,7 +166,7 @@ def _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, 
     if verbatim is not None:
         exact = verbatim.any(axis=1) & nonempty
         holds = np.where(exact[:, None], verbatim, holds)
-    in_context = _weight_rows(answer_sentence, member, spans, weight, scale) @ scores if weight > 0 else own
+    in_context = _context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
     # Candidates: the sentences of every source holding the span.
     in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
     candidate_source = holds @ in_source

@@ -475,32 +475,18 @@ def context_weights(answer_sentence: np.ndarray, members: np.ndarray, weight: fl
 
 def _context_weight_rows(answer_sentence: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float) -> np.ndarray:
     """:func:`context_weights` of each span (its token indices ascending), one row per span."""
-    return _weight_rows(answer_sentence, _membership(spans, len(answer_sentence)), spans, weight, scale)
-
-
-def _membership(spans: Sequence[np.ndarray], n_tok: int) -> np.ndarray:
-    """``(len(spans), n_tok)`` bool: which tokens each span is made of."""
-    member = np.zeros((len(spans), n_tok), dtype=bool)
-    if len(spans):
-        lengths = [len(m) for m in spans]
-        member[np.repeat(np.arange(len(spans)), lengths), np.concatenate([np.asarray(m, dtype=np.int64) for m in spans])] = True
-    return member
-
-
-def _weight_rows(
-    answer_sentence: np.ndarray, member: np.ndarray, spans: Sequence[np.ndarray], weight: float, scale: float
-) -> np.ndarray:
-    """:func:`_context_weight_rows`, given the spans' ``member`` matrix (:func:`_membership`)."""
-    w = np.zeros(member.shape)
+    n_tok = len(answer_sentence)
+    w = np.zeros((len(spans), n_tok))
     filled = [r for r, m in enumerate(spans) if len(m)]
     if weight > 0 and filled:
         first = np.array([spans[r][0] for r in filled])
         last = np.array([spans[r][-1] for r in filled])
-        t = np.arange(member.shape[1])[None, :]
+        t = np.arange(n_tok)[None, :]
         d = np.minimum(np.abs(t - first[:, None]), np.abs(t - last[:, None]))
         same = answer_sentence[None, :] == answer_sentence[first][:, None]
         w[filled] = np.where(same, weight * np.exp(-d / scale), 0.0)
-    w[member] = 1.0
+    for r in filled:
+        w[r, spans[r]] = 1.0
     return w
 
 
