@@ -68,7 +68,7 @@ def app(ts, chunks):
 
 @pytest.fixture(scope="module")
 def client(app):
-    with TestClient(app) as c:  # runs the lifespan: sentence keys are prepared
+    with TestClient(app, base_url="http://localhost") as c:  # runs the lifespan: sentence keys are prepared
         app.state.ready.wait(60)
         yield c
 
@@ -191,7 +191,7 @@ def test_a_sentences_citations_are_sent_while_the_answer_is_still_generating(ts,
             yield " was completed on 31 March 1889."
 
     app = create_app(Watching(), chunks, generator=Waiting(), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, EIFFEL_Q)
     names = [e for e, _ in events]
     assert names == ["sources", "delta", "citations", "delta", "citations", "done"]
@@ -200,7 +200,7 @@ def test_a_sentences_citations_are_sent_while_the_answer_is_still_generating(ts,
 
 def test_a_question_no_document_matches_still_gets_an_answer(ts, chunks):
     app = create_app(ts, chunks, generator=FixedTextGenerator("I do not know."), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, "xyzzy plugh?")
     assert events[0] == ("sources", {"chunks": []})
     notes = [d for e, d in events if e == "citations_unavailable"]
@@ -242,7 +242,7 @@ class _BrokenEngine:
 def test_attribution_failure_never_breaks_the_answer(ts, chunks, fail_in):
     answer = ANSWERS[EIFFEL_Q]
     app = create_app(_BrokenEngine(ts, fail_in), chunks, generator=FixedTextGenerator(answer, piece=2), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, EIFFEL_Q)
     names = [e for e, _ in events]
     assert names.count("citations_unavailable") == 1 and "error" not in names
@@ -263,7 +263,7 @@ def test_generator_failure_ends_the_turn_with_an_error_event(ts, chunks):
             raise RuntimeError("model crashed")
 
     app = create_app(ts, chunks, generator=Failing(), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, EIFFEL_Q)
     names = [e for e, _ in events]
     assert "error" in names and names[-1] == "done"
@@ -319,7 +319,7 @@ def test_any_engine_with_the_stream_interface_plugs_in(chunks):
             return _FakeStream()
 
     app = create_app(FakeEngine(), chunks, generator=FixedTextGenerator("One. Two. Three.", piece=1), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, EIFFEL_Q)
     cites = [d for e, d in events if e == "citations"]
     assert [(d["index"], d["text"]) for d in cites] == [(0, "One."), (1, "Two."), (2, "Three.")]
@@ -339,7 +339,7 @@ def test_eight_concurrent_chats_each_get_only_their_own_citations(ts, chunks):
 
     async def run_all():
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://chat", timeout=120) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=120) as client:
             return await asyncio.gather(*(one(client, q) for q in ANSWERS))
 
     results = asyncio.run(run_all())
@@ -378,7 +378,7 @@ def test_a_chat_over_the_limit_gets_503(ts, chunks):
 
     async def run():
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://chat", timeout=30) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as client:
             first = asyncio.create_task(client.post("/chat", json={"question": EIFFEL_Q}))
             for _ in range(200):
                 if app.state.chat.active_chats:
@@ -469,7 +469,7 @@ def test_malformed_empty_and_non_object_bodies(client, path):
     assert r.status_code == 400 and r.json()["error"] == "malformed_json" and "not valid JSON" in r.json()["message"]
     r = client.post(path, content=b"\xff\xfe", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "malformed_json"
-    r = client.post(path, content=b"")
+    r = client.post(path, content=b"", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "empty_body"
     r = client.post(path, json=["Why?"])
     assert r.status_code == 422 and r.json()["error"] == "wrong_type" and "JSON object" in r.json()["message"]
@@ -517,6 +517,104 @@ def test_the_page_is_self_contained(client):
     page = r.text
     assert "http://" not in page and "https://" not in page and "<link" not in page and " src=" not in page
     assert "<title>Ask the documents</title>" in page
+
+
+# ---------------------------------------------------------------------- a shared machine
+
+
+def test_foreign_host_headers_are_refused(client):
+    # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1.
+    for path in ("/documents", "/health", "/"):
+        r = client.get(path, headers={"host": "evil.example"})
+        assert r.status_code == 421 and r.json()["error"] == "host_not_allowed", path
+    r = client.post("/attribute", json={"answer": "x", "sources": ["x"]}, headers={"host": "evil.example:8000"})
+    assert r.status_code == 421
+    for host in ("localhost:8000", "127.0.0.1", "[::1]:8000"):
+        assert client.get("/health", headers={"host": host}).status_code == 200, host
+
+
+@pytest.mark.parametrize("path", ["/chat", "/attribute"])
+def test_cross_site_form_posts_are_refused(client, path):
+    body = json.dumps({"question": "Why?", "answer": "x", "sources": ["x"]})
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        r = client.post(path, content=body, headers={"content-type": kind})
+        assert r.status_code == 415 and r.json()["error"] == "unsupported_media_type", kind
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"answer": "x", "sources": [{"id": "a", "text": "x", "metadata": {"x": NaN}}]}', "NaN"),
+        (b'{"answer": "x", "sources": ["x"], "query": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested"),
+    ],
+)
+def test_non_json_numbers_and_deep_nesting_get_400(ts, chunks, content, message):
+    app = create_app(ts, chunks, generator=FixedTextGenerator(ANSWERS), config=ChatConfig(max_body_bytes=400_000), prepare=False)
+    with TestClient(app, base_url="http://localhost") as c:
+        r = c.post("/attribute", content=content, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"] == "malformed_json" and message in r.json()["message"]
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"answer": "It is \ud800 ok.", "sources": ["x"]}, "answer"),
+        ({"answer": "ok", "sources": ["x \udfff"]}, "sources[0]"),
+        ({"answer": "ok", "sources": [{"id": "\ud800", "text": "x"}]}, "sources[0].id"),
+        ({"question": "Why \ud800?"}, "question"),
+    ],
+)
+def test_lone_surrogates_get_a_422_naming_the_field(client, body, field):
+    path = "/chat" if "question" in body else "/attribute"
+    # json.dumps writes lone surrogates as \u escapes, as a browser's JSON.stringify does.
+    r = client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"] == "invalid_text" and r.json()["field"] == field
+
+
+def test_attribution_limits_answer_413_429_503(ts, chunks):
+    class Slow:
+        loaded = None
+
+        def attribute(self, query, sources, response):
+            import time
+
+            time.sleep(2.0)
+            return ts.attribute(query, sources, response)
+
+    body = {"answer": "It is 330 metres tall.", "sources": ["The tower is 330 metres tall."]}
+    cfg = ChatConfig(max_context_chars=20, attribute_timeout_s=0.2)
+    app = create_app(Slow(), chunks, generator=FixedTextGenerator(ANSWERS), config=cfg, prepare=False)
+    with TestClient(app, base_url="http://localhost") as c:
+        r = c.post("/attribute", json=body)
+        assert r.status_code == 413 and r.json()["error"] == "context_too_large"
+        r = c.post("/attribute", json={**body, "sources": ["330 metres."]})
+        assert r.status_code == 503 and r.json()["error"] == "timeout"
+        assert c.get("/health").status_code == 200
+    app = create_app(ts, chunks, generator=FixedTextGenerator(ANSWERS), config=ChatConfig(max_concurrent_attributions=0),
+                     prepare=False)
+    with TestClient(app, base_url="http://localhost") as c:
+        r = c.post("/attribute", json=body)
+        assert r.status_code == 429 and r.json()["error"] == "busy"
+
+
+def test_api_token_guards_every_route_but_the_page_and_health(ts, chunks):
+    app = create_app(ts, chunks, generator=FixedTextGenerator(ANSWERS), config=ChatConfig(api_token="s3cret"),
+                     prepare=False)
+    body = {"answer": "It is 330 metres tall.", "sources": ["The tower is 330 metres tall."]}
+    with TestClient(app, base_url="http://localhost") as c:
+        assert c.get("/").status_code == 200 and c.get("/health").status_code == 200
+        assert c.get("/documents").status_code == 401
+        assert c.post("/attribute", json=body, headers={"authorization": "Bearer wrong"}).status_code == 401
+        ok = c.post("/attribute", json=body, headers={"authorization": "Bearer s3cret"})
+        assert ok.status_code == 200 and ok.json()["citations"]
+
+
+def test_cli_allowed_hosts():
+    from tokenshapley_rag.chat._cli import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1", None) == ("localhost", "127.0.0.1", "::1")
+    assert allowed_hosts("192.168.1.5", "chat.lan") == ("localhost", "127.0.0.1", "::1", "192.168.1.5", "chat.lan")
+    assert allowed_hosts("0.0.0.0", "*")[-1] == "*"
 
 
 # ---------------------------------------------------------------------- POST /attribute
@@ -575,7 +673,7 @@ def test_attribute_reports_the_engines_input_errors(client):
 @pytest.mark.slow
 def test_chat_with_the_default_local_model_generating(ts, chunks):
     app = create_app(ts, chunks, generator=LocalModelGenerator(ts.loaded, max_new_tokens=40), prepare=False)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         events = chat(c, "When was the Eiffel Tower completed?")
     names = [e for e, _ in events]
     assert names[0] == "sources" and names[-1] == "done" and "error" not in names, events[-1]

@@ -21,6 +21,7 @@ from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
+from tokenshapley_rag._text import check_text
 from tokenshapley_rag._support import (
     VALUE_KINDS,
     SentenceFacts,
@@ -119,16 +120,22 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
         elif isinstance(item, str):
             src = Source(id=str(i), text=item)
         elif isinstance(item, Mapping) and "text" in item:
-            src = Source(id=str(item.get("id", i)), text=item["text"], metadata=dict(item.get("metadata") or {}))
+            sid = item.get("id")
+            src = Source(id=str(i) if sid is None else sid, text=item["text"], metadata=dict(item.get("metadata") or {}))
         elif hasattr(item, "text") and hasattr(item, "id"):
-            src = Source(id=str(item.id), text=item.text, metadata=dict(getattr(item, "metadata", None) or {}))
+            src = Source(id=item.id, text=item.text, metadata=dict(getattr(item, "metadata", None) or {}))
         else:
             raise InvalidInputTypeError(
                 f"sources[{i}] must be a str, a Source, a mapping with 'text' or an object with id and text; "
                 f"got {type(item).__name__}"
             )
-        if not isinstance(src.text, str):
-            raise InvalidInputTypeError(f"sources[{i}].text must be a str, got {type(src.text).__name__}")
+        check_text(src.text, f"sources[{i}].text")
+        if not isinstance(src.id, str):
+            # Ids are compared as strings: 1 and "1" are the same source (to_dict writes both as "1").
+            if isinstance(src.id, bool) or not isinstance(src.id, (int, str)):
+                raise InvalidInputTypeError(f"sources[{i}].id must be a str or an int, got {type(src.id).__name__}")
+            src = Source(id=str(src.id), text=src.text, metadata=src.metadata)
+        check_text(src.id, f"sources[{i}].id")
         if not src.text.strip():
             raise EmptyTextError(f"sources[{i}] (id {src.id!r}) is empty or only whitespace")
         out.append(src)
@@ -1036,10 +1043,8 @@ class TokenShapley:
         -------
         AttributionResult
         """
-        if not isinstance(query, str):
-            raise InvalidInputTypeError(f"query must be a str, got {type(query).__name__}")
-        if not isinstance(response, str):
-            raise InvalidInputTypeError(f"response must be a str, got {type(response).__name__}")
+        check_text(query, "query")
+        check_text(response, "response")
         if not response.strip():
             raise EmptyTextError("response is empty or only whitespace: there is nothing to attribute")
         srcs = coerce_sources(sources)

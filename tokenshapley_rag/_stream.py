@@ -16,8 +16,9 @@ import numpy as np
 
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._segment import split_sentences
+from tokenshapley_rag._text import check_text
 from tokenshapley_rag._types import SentenceCitations
-from tokenshapley_rag.errors import EmptyTextError, InvalidInputTypeError, StreamStateError
+from tokenshapley_rag.errors import EmptyTextError, StreamStateError
 
 if TYPE_CHECKING:
     from tokenshapley_rag._attribution import AttributionResult, TokenShapley
@@ -55,8 +56,7 @@ class AttributionStream:
     def __init__(self, ts: TokenShapley, query: str, sources: Sequence[Any]) -> None:
         from tokenshapley_rag._attribution import coerce_sources
 
-        if not isinstance(query, str):
-            raise InvalidInputTypeError(f"query must be a str, got {type(query).__name__}")
+        check_text(query, "query")
         self._ts = ts
         self.query = query
         self.sources = coerce_sources(sources)
@@ -87,8 +87,7 @@ class AttributionStream:
 
     def feed(self, delta: str) -> list[SentenceCitations]:
         """Append ``delta`` to the answer; return the sentences it completed (often none)."""
-        if not isinstance(delta, str):
-            raise InvalidInputTypeError(f"delta must be a str, got {type(delta).__name__}")
+        check_text(delta, "delta")
         with self._lock:
             if self._result is not None:
                 raise StreamStateError("the stream is finished: start a new one for another answer")

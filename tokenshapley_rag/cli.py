@@ -15,15 +15,18 @@ from tokenshapley_rag.errors import TokenShapleyError
 __all__ = ["main"]
 
 
-def _read_text_arg(value: str) -> str:
-    """A literal text, or the contents of the file it names."""
+def _read_text_arg(value: str, option: str) -> str:
+    """A literal text, or the contents of the file it names (UTF-8; anything else is a
+    typed error naming the option)."""
+    from tokenshapley_rag._text import check_text, decode_utf8
+
     path = Path(value)
     try:
         if len(value) < 4096 and path.is_file():
-            return path.read_text(encoding="utf-8")
-    except OSError:
+            return decode_utf8(path.read_bytes(), f"{option} file {value!r}")
+    except (OSError, ValueError):  # ValueError: a name Python cannot pass to the OS
         pass
-    return value
+    return check_text(value, option)
 
 
 def _status(message: str) -> None:
@@ -35,7 +38,10 @@ def _engine(args: argparse.Namespace) -> Any:
 
     _status(f"Loading the encoder ({args.model or 'default SmolLM2-135M-Instruct'}) ...")
     t0 = time.perf_counter()
-    ts = TokenShapley(model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir)
+    ts = TokenShapley(
+        model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir,
+        use_disk_cache=not getattr(args, "no_disk_cache", False),
+    )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
 
@@ -50,6 +56,7 @@ def _emit(result: Any, fmt: str, out: str | None) -> None:
 
 
 def _cmd_attribute(args: argparse.Namespace) -> int:
+    from tokenshapley_rag._text import decode_utf8
     from tokenshapley_rag._types import Source
 
     sources = []
@@ -57,12 +64,15 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
         path = Path(name)
         if not path.is_file():
             raise FileNotFoundError(f"--source {name!r} is not a file")
-        sources.append(Source(id=path.name if args.ids_from_names else str(i), text=path.read_text(encoding="utf-8")))
+        text = decode_utf8(path.read_bytes(), f"--source {name!r}")
+        sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text))
     ts = _engine(args)
     _status("Encoding the sources (sentence keys are cached for next time) ...")
     ts.prepare(sources, progress=True)
     _status("Attributing ...")
-    result = ts.attribute(query=_read_text_arg(args.query), sources=sources, response=_read_text_arg(args.response))
+    result = ts.attribute(
+        query=_read_text_arg(args.query, "--query"), sources=sources, response=_read_text_arg(args.response, "--response")
+    )
     _emit(result, args.format, args.output)
     return 0
 
@@ -136,6 +146,10 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
         help="encoder weights (default float32; bfloat16 gives the same citations and is faster on some CPUs, slower on others)",
     )
     p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
+    p.add_argument(
+        "--no-disk-cache", action="store_true",
+        help="keep the sources' sentence keys in memory only (nothing about the sources is written to disk)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--top-k", type=int, default=3, help="chunks retrieved per question (default 3)")
+    p.add_argument(
+        "--allowed-hosts", default=None, metavar="NAMES",
+        help="comma-separated Host names to answer besides the local ones and the bind address ('*': any)",
+    )
+    p.add_argument(
+        "--api-token", default=None, metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' (default $TOKENSHAPLEY_CHAT_TOKEN; open the page as /#token=TOKEN)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=160, help="longest answer of the local model, in tokens")
     _add_engine_options(p)
     p.set_defaults(func=_cmd_chat)
@@ -202,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (TokenShapleyError, FileNotFoundError) as err:
+    except (TokenShapleyError, OSError) as err:  # OSError: a missing, unreadable or unwritable path
         print(f"tokenshapley: error: {err}", file=sys.stderr)
         return 2
 

@@ -21,6 +21,7 @@ __all__ = [
     "EmptyTextError",
     "DuplicateSourceIdError",
     "TextTooLongError",
+    "InvalidTextError",
     "StreamStateError",
     "ModelLoadError",
     "ModelNotFoundError",
@@ -45,6 +46,11 @@ class EmptyTextError(InvalidInputError):
 
 class DuplicateSourceIdError(InvalidInputError):
     """Two sources share one id, so citations could not say which one they mean."""
+
+
+class InvalidTextError(InvalidInputError):
+    """A text holds something that is not Unicode text (a lone surrogate, or bytes that are
+    not UTF-8). The message names the field and the position."""
 
 
 class TextTooLongError(InvalidInputError):

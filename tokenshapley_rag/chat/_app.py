@@ -23,7 +23,14 @@ from starlette.routing import Route
 from tokenshapley_rag.chat._documents import Chunk, load_documents
 from tokenshapley_rag.chat._generators import Generator, LocalModelGenerator
 from tokenshapley_rag.chat._retrieve import Hit, LexicalRetriever, Retriever
-from tokenshapley_rag.errors import EmptyTextError, InvalidInputError, InvalidInputTypeError, TextTooLongError
+from tokenshapley_rag._text import check_text
+from tokenshapley_rag.errors import (
+    EmptyTextError,
+    InvalidInputError,
+    InvalidInputTypeError,
+    InvalidTextError,
+    TextTooLongError,
+)
 
 __all__ = ["ChatConfig", "ChatState", "create_app"]
 
@@ -45,6 +52,18 @@ class ChatConfig:
     max_sources: int = 64
     max_concurrent_chats: int = 16
     title: str = "Ask the documents"
+    #: Host names (without port) the server answers to; "*" allows any. The default serves
+    #: a local bind only: a page on another site that rebinds its DNS name to 127.0.0.1
+    #: sends its own name as Host and is refused (421).
+    allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
+    #: When set, every route but the page and /health needs ``Authorization: Bearer <token>``
+    #: (the page passes the token it was opened with: ``http://host:port/#token=...``).
+    api_token: str | None = None
+    #: POST /attribute: at most this many at once (429 beyond), each within this many
+    #: seconds (503 beyond), over at most this many characters of sources (413 beyond).
+    max_concurrent_attributions: int = 2
+    attribute_timeout_s: float = 60.0
+    max_context_chars: int = 200_000
 
 
 @dataclass
@@ -59,6 +78,7 @@ class ChatState:
     by_id: dict[str, Chunk] = field(default_factory=dict)
     documents: dict[str, list[Chunk]] = field(default_factory=dict)
     active_chats: int = 0
+    active_attributions: int = 0
 
     def __post_init__(self) -> None:
         self.by_id = {c.id: c for c in self.chunks}
@@ -101,14 +121,20 @@ async def _json_object(request: Request, limit: int) -> dict[str, Any]:
     if not body.strip():
         raise ApiError(400, "empty_body", "request body is empty: send a JSON object")
     try:
-        data = json.loads(bytes(body).decode("utf-8"))
+        data = json.loads(bytes(body).decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise ApiError(400, "malformed_json", "request body is not UTF-8 text") from None
     except json.JSONDecodeError as err:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise ApiError(400, "malformed_json", "request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ApiError(422, "wrong_type", f"request body must be a JSON object, got {_json_type(data)}", "")
     return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise ApiError(400, "malformed_json", f"request body holds {name}, which is not JSON (numbers must be finite)")
 
 
 def _json_type(value: Any) -> str:
@@ -126,7 +152,14 @@ def _text_field(data: dict[str, Any], name: str, *, required: bool, limit: int |
         raise ApiError(422, "wrong_type", f"{name!r} must be a string, got {_json_type(value)}", name)
     if limit is not None and len(value) > limit:
         raise ApiError(400, "too_long", f"{name!r} has {len(value)} characters; the limit is {limit}", name)
-    return value
+    return _valid_text(value, name)
+
+
+def _valid_text(value: str, name: str) -> str:
+    try:
+        return check_text(value, name)
+    except InvalidTextError as err:
+        raise ApiError(422, "invalid_text", str(err), name) from None
 
 
 def _int_field(data: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
@@ -154,7 +187,7 @@ def _sources_field(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     for i, item in enumerate(raw):
         where = f"sources[{i}]"
         if isinstance(item, str):
-            out.append({"id": str(i), "text": item})
+            out.append({"id": str(i), "text": _valid_text(item, where)})
             continue
         if not isinstance(item, dict):
             raise ApiError(422, "wrong_type", f"{where} must be a string or an object, got {_json_type(item)}", where)
@@ -167,7 +200,7 @@ def _sources_field(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
         meta = item.get("metadata") or {}
         if not isinstance(meta, dict):
             raise ApiError(422, "wrong_type", f"{where}.metadata must be an object, got {_json_type(meta)}", f"{where}.metadata")
-        out.append({"id": str(sid), "text": text, "metadata": meta})
+        out.append({"id": _valid_text(str(sid), f"{where}.id"), "text": _valid_text(text, f"{where}.text"), "metadata": meta})
     return out
 
 
@@ -394,8 +427,21 @@ async def _attribute(request: Request) -> Response:
     sources = _sources_field(data, cfg.max_sources)
     if not answer.strip():
         raise ApiError(400, "empty_answer", "'answer' is empty: there is nothing to attribute", "answer")
+    size = sum(len(s["text"]) for s in sources)
+    if size > cfg.max_context_chars:
+        raise ApiError(413, "context_too_large", f"'sources' hold {size} characters; the limit is {cfg.max_context_chars}", "sources")
+    if state.active_attributions >= cfg.max_concurrent_attributions:
+        raise ApiError(429, "busy", f"{state.active_attributions} attributions are running (the limit is "
+                       f"{cfg.max_concurrent_attributions}); retry shortly")
+    state.active_attributions += 1
     try:
-        result = await run_in_threadpool(state.ts.attribute, query, sources, answer)
+        result = await asyncio.wait_for(
+            run_in_threadpool(state.ts.attribute, query, sources, answer), timeout=cfg.attribute_timeout_s
+        )
+    except asyncio.TimeoutError:
+        raise ApiError(503, "timeout", f"the attribution took longer than {cfg.attribute_timeout_s:g} s") from None
+    except InvalidTextError as err:
+        raise ApiError(422, "invalid_text", str(err)) from None
     except InvalidInputTypeError as err:
         raise ApiError(422, "wrong_type", str(err), "sources") from None
     except TextTooLongError as err:
@@ -404,6 +450,8 @@ async def _attribute(request: Request) -> Response:
         raise ApiError(400, "empty_text", str(err)) from None
     except InvalidInputError as err:  # duplicate source ids and the like
         raise ApiError(400, "invalid_input", str(err)) from None
+    finally:
+        state.active_attributions -= 1
     return JSONResponse(result.to_dict())
 
 
@@ -449,6 +497,49 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+class _Guard:
+    """ASGI middleware for a server on a shared machine: the Host header must name an
+    allowed host (DNS rebinding), POST bodies must be ``application/json`` (a cross-site
+    form post cannot send that without a CORS preflight, which this app never grants),
+    and with an API token every route but the page and /health needs it."""
+
+    _OPEN = frozenset({"/", "/health"})
+
+    def __init__(self, app: Any, config: ChatConfig) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower().strip("[]") for h in config.allowed_hosts)
+        self.token = config.api_token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        problem = self._problem(scope, headers)
+        if problem is None:
+            return await self.app(scope, receive, send)
+        await problem.response()(scope, receive, send)
+
+    def _problem(self, scope: Any, headers: dict[str, str]) -> ApiError | None:
+        if "*" not in self.hosts:
+            host = headers.get("host", "")
+            name = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1:].split("]", 1)[0]
+            if name.lower() not in self.hosts:
+                return ApiError(421, "host_not_allowed", f"Host {host!r} is not served here (allowed: "
+                                f"{', '.join(sorted(self.hosts))}; see --allowed-hosts)")
+        if self.token is not None and scope["path"] not in self._OPEN:
+            import hmac
+
+            given = headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return ApiError(401, "unauthorized", "this server needs 'Authorization: Bearer <token>'")
+        if scope["method"] == "POST":
+            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                return ApiError(415, "unsupported_media_type",
+                                f"POST bodies must be application/json, got {kind or 'no Content-Type'!r}")
+        return None
+
+
 def create_app(
     ts: Any,
     documents: str | os.PathLike[str] | Sequence[Chunk],
@@ -473,7 +564,8 @@ def create_app(
     retriever : Retriever or a factory ``chunks -> Retriever``, optional
         Default :class:`LexicalRetriever` (BM25) over the chunks.
     config : ChatConfig, optional
-        ``top_k`` (3), body and question limits, concurrent chat limit, page title.
+        ``top_k`` (3), body and question limits, concurrent chat and attribution limits,
+        the allowed ``Host`` names (local ones by default), an optional API token, page title.
     prepare : bool, default True
         Encode every chunk's sentence keys in a background thread at startup, so the
         first chats do not pay for it (``GET /health`` says when it is ``ready``).
@@ -542,6 +634,7 @@ def create_app(
         lifespan=asynccontextmanager(lifespan),
     )
     app.state.chat = state
+    app.add_middleware(_Guard, config=cfg)
     app.state.ready = ready
     app.state.page = _page(cfg.title)
     return app

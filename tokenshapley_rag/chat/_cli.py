@@ -7,11 +7,32 @@ what to install, without the ``chat`` extra); this module runs it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_chat"]
+__all__ = ["run_chat", "allowed_hosts"]
+
+_LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def allowed_hosts(bind: str, extra: str | None) -> tuple[str, ...]:
+    """The Host names the server answers to: the local names, the bind address unless it
+    is a wildcard, and the comma-separated ``extra`` (``--allowed-hosts``; "*" allows any).
+
+    >>> allowed_hosts("127.0.0.1", None)
+    ('localhost', '127.0.0.1', '::1')
+    >>> allowed_hosts("0.0.0.0", "chat.example.org, 10.0.0.5")
+    ('localhost', '127.0.0.1', '::1', 'chat.example.org', '10.0.0.5')
+    """
+    hosts = ["localhost", "127.0.0.1", "::1"]
+    if bind not in ("0.0.0.0", "::", "") and bind not in hosts:
+        hosts.append(bind)
+    for name in (extra or "").split(","):
+        if name.strip() and name.strip() not in hosts:
+            hosts.append(name.strip())
+    return tuple(hosts)
 
 
 def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace], Any]) -> int:
@@ -30,13 +51,19 @@ def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace
         return 2
     chunks = load_documents(args.docs)  # before the model loads: a bad folder fails fast
     print(f"Loaded {len(chunks)} chunks from {args.docs}", file=sys.stderr)
+    hosts = allowed_hosts(args.host, args.allowed_hosts)
+    token = args.api_token or os.environ.get("TOKENSHAPLEY_CHAT_TOKEN") or None
+    if args.host not in _LOCAL and token is None:
+        print(f"tokenshapley: warning: serving on {args.host} without an API token: anyone who can reach the port "
+              "can read the documents (set --api-token or TOKENSHAPLEY_CHAT_TOKEN)", file=sys.stderr)
     ts = make_engine(args)
     app = create_app(
         ts,
         chunks,
         generator=LocalModelGenerator(ts.loaded, max_new_tokens=args.max_new_tokens),
-        config=ChatConfig(top_k=args.top_k, max_top_k=max(10, args.top_k)),
+        config=ChatConfig(top_k=args.top_k, max_top_k=max(10, args.top_k), allowed_hosts=hosts, api_token=token),
     )
-    print(f"Serving on http://{args.host}:{args.port}/ (Ctrl+C stops)", file=sys.stderr, flush=True)
+    fragment = "#token=<your token>" if token else ""
+    print(f"Serving on http://{args.host}:{args.port}/{fragment} (Ctrl+C stops)", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -148,6 +148,8 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
             )
             if getattr(args, key, None) is not None
         }
+        if getattr(args, "no_disk_cache", False):
+            options["use_disk_cache"] = False
         ts = TokenShapley(**options)
         return TokenShapleyAttributor(ts)
     raise InvalidInputError(f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}")

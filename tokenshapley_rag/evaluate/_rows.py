@@ -387,7 +387,14 @@ class RowsFile:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
-        self._fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+        try:
+            line = json.dumps(row.to_dict(), ensure_ascii=False)
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (in an answer or an error message) cannot be written as
+            # UTF-8; JSON's \\u escapes keep it, and the file stays valid UTF-8.
+            line = json.dumps(row.to_dict(), ensure_ascii=True)
+        self._fh.write(line + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
