@@ -152,7 +152,7 @@ def test_markdown_and_html_show_contradictions_and_verdicts():
     res = AttributionResult("", answer, [], citations, {}, [], TokenScores.empty(), {}, verdicts)
     md = res.to_markdown()
     assert "The Rhine[^1] is 1,320 kilometres[^x1] long." in md
-    assert '[^x1]: Contradicted by source rhine: "The Rhine is 1,230 kilometres long."' in md
+    assert '[^x1]: Contradicted by rhine: "The Rhine is 1,230 kilometres long."' in md
     assert '- Sentence 1 is contradicted by a source: "The Rhine is 1,320 kilometres long."' in md
     page = res.to_html()
     assert 'class="kw contradicted"' in page and 'class="verdict contradicted"' in page

@@ -29,10 +29,19 @@ from tokenshapley_rag._support import (
     is_name,
     keyword_facts,
     keyword_status,
+    locate_keyword,
     sentence_facts,
     sentence_verdict,
 )
-from tokenshapley_rag._types import KeywordCitation, SentenceScore, SentenceVerdict, Source, SourceAttribution
+from tokenshapley_rag._types import (
+    KeywordCitation,
+    SentenceScore,
+    SentenceVerdict,
+    Source,
+    SourceAttribution,
+    display_name,
+    page_of,
+)
 from tokenshapley_rag.errors import (
     DuplicateSourceIdError,
     EmptyTextError,
@@ -1169,7 +1178,7 @@ class TokenShapley:
         citable[rows, sentence_source[cols]] = True
         ranked = _rank_sources(
             sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
-            holds & allowed,
+            holds & allowed, [kw for kw, _ in cited],
         )
         citations: list[KeywordCitation] = []
         for r, (kw, members) in enumerate(cited):
@@ -1179,7 +1188,7 @@ class TokenShapley:
                 status = "unsupported"
             cited_by: tuple[SourceAttribution, ...] = ()
             if status == "supported":
-                cited_by = ranked[r] or _fallback_citation(sources, store.sentences, own[r], allowed[r])
+                cited_by = ranked[r] or _fallback_citation(sources, store.sentences, own[r], allowed[r], kw)
             conflict = (
                 _source_attribution(sources, store.sentences[rivals[r]], 0.0) if rivals[r] >= 0 else None
             )
@@ -1291,12 +1300,12 @@ class TokenShapley:
 
 
 def _fallback_citation(
-    sources: list[Source], records: list[SentenceRecord], own: np.ndarray, allowed: np.ndarray
+    sources: list[Source], records: list[SentenceRecord], own: np.ndarray, allowed: np.ndarray, keyword: Keyword
 ) -> tuple[SourceAttribution, ...]:
     """A supported keyword whose game gives no source a positive score is cited by the
     holding sentence with the best own score (it holds the keyword's value)."""
     j = int(np.flatnonzero(allowed)[np.argmax(own[allowed])])
-    return (_source_attribution(sources, records[j], float(own[j])),)
+    return (_source_attribution(sources, records[j], float(own[j]), keyword),)
 
 
 def _sentence_verdicts(
@@ -1346,6 +1355,7 @@ def _rank_sources(
     sentence_source: np.ndarray,
     per_sentence: np.ndarray,
     holds: np.ndarray,
+    keywords: Sequence[Keyword] | None = None,
 ) -> list[tuple[SourceAttribution, ...]]:
     """Each keyword's sources, best first (one row of ``per_sentence`` and ``holds`` per
     keyword): each candidate source scores the sum of its sentences' values (what
@@ -1384,20 +1394,31 @@ def _rank_sources(
     totals_of, cited_of = totals.tolist(), cited_by.tolist()
     return [
         tuple(
-            _source_attribution(sources, records[cited_of[r][src]], totals_of[r][src]) for src in order[r][: n_listed[r]]
+            _source_attribution(sources, records[cited_of[r][src]], totals_of[r][src], keywords[r] if keywords else None)
+            for src in order[r][: n_listed[r]]
         )
         for r in range(n_kw)
     ]
 
 
-def _source_attribution(sources: list[Source], rec: SentenceRecord, score: float) -> SourceAttribution:
+def _source_attribution(
+    sources: list[Source], rec: SentenceRecord, score: float, keyword: Keyword | None = None
+) -> SourceAttribution:
+    """The citation of one source sentence, named for a reader, with the keyword's own
+    range in the source text when the sentence holds it."""
+    src = sources[rec.source_index]
+    at = locate_keyword(keyword.text, keyword.kind, rec.text) if keyword is not None else None
     return SourceAttribution(
-        source_id=sources[rec.source_index].id,
+        source_id=src.id,
         score=score,
         sentence=rec.text,
         sentence_start=rec.start,
         sentence_end=rec.end,
         sentence_index=rec.sentence_index,
+        display_name=display_name(src.id, src.metadata),
+        page=page_of(src.metadata),
+        keyword_start=None if at is None else rec.start + at[0],
+        keyword_end=None if at is None else rec.start + at[1],
     )
 
 

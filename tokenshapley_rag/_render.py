@@ -10,22 +10,34 @@ if TYPE_CHECKING:
     from tokenshapley_rag._attribution import AttributionResult
     from tokenshapley_rag._types import SourceAttribution
 
-__all__ = ["render_markdown", "render_html", "footnote_numbers"]
+__all__ = ["render_markdown", "render_html", "footnote_numbers", "source_label"]
 
 
-def _footnotes(result: AttributionResult) -> dict[tuple[str, int], tuple[int, SourceAttribution]]:
-    """Each cited (source id, sentence index), numbered by first appearance in the answer,
-    with the attribution that cites it first."""
-    notes: dict[tuple[str, int], tuple[int, SourceAttribution]] = {}
+def _footnotes(result: AttributionResult) -> dict[str, tuple[int, list[SourceAttribution]]]:
+    """Each cited source, numbered by first appearance in the answer (a stable number per
+    source), with its cited sentences in order of first citation."""
+    notes: dict[str, tuple[int, list[SourceAttribution]]] = {}
     for c in sorted(result.citations, key=lambda c: c.start):
         if c.supported and c.best is not None:
-            notes.setdefault((c.best.source_id, c.best.sentence_index), (len(notes) + 1, c.best))
+            n, cited = notes.setdefault(c.best.source_id, (len(notes) + 1, []))
+            if all(a.sentence_index != c.best.sentence_index for a in cited):
+                cited.append(c.best)
     return notes
 
 
-def footnote_numbers(result: AttributionResult) -> dict[tuple[str, int], int]:
-    """Number each cited (source id, sentence index) by first appearance in the answer."""
+def footnote_numbers(result: AttributionResult) -> dict[str, int]:
+    """The footnote number of each cited source id, by first appearance in the answer."""
     return {key: n for key, (n, _) in _footnotes(result).items()}
+
+
+def source_label(attribution: SourceAttribution) -> str:
+    """A source as a reader sees it: its display name and, when known, its page.
+
+    >>> from tokenshapley_rag._types import SourceAttribution
+    >>> source_label(SourceAttribution("3f2c", 1.0, "s.", 0, 2, 0, display_name="report.pdf", page="4"))
+    'report.pdf, p. 4'
+    """
+    return attribution.display_name + (f", p. {attribution.page}" if attribution.page else "")
 
 
 def _quote(text: str) -> str:
@@ -33,13 +45,14 @@ def _quote(text: str) -> str:
 
 
 def render_markdown(result: AttributionResult) -> str:
-    """The answer with ``[^n]`` after each supported keyword (its best source sentence),
+    """The answer with ``[^n]`` after each supported keyword (``n`` numbers its best source,
+    labelled with its display name and page; the footnote quotes the cited sentences),
     ``[^xk]`` after contradicted ones (the contradicting sentence) and ``[^?]`` after
     unsupported ones, then the footnotes quoting the sentences and a list of the answer
     sentences that are not fully supported, with their verdicts.
 
-    Consecutive keywords citing the same sentence share one marker, placed after the last
-    of them, so a sentence-long quote gets one footnote, not ten.
+    Consecutive keywords citing the same source in one sentence share one marker, placed
+    after the last of them, so a sentence-long quote gets one footnote, not ten.
     """
     notes = _footnotes(result)
     numbers = {key: n for key, (n, _) in notes.items()}
@@ -49,7 +62,7 @@ def render_markdown(result: AttributionResult) -> str:
     cites = sorted(result.citations, key=lambda c: c.start)
     for i, c in enumerate(cites):
         if c.supported and c.best is not None:
-            marker = f"[^{numbers[(c.best.source_id, c.best.sentence_index)]}]"
+            marker = f"[^{numbers[c.best.source_id]}]"
         elif c.status == "contradicted" and c.conflict is not None:
             marker = f"[^x{conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]}]"
         else:
@@ -60,7 +73,7 @@ def render_markdown(result: AttributionResult) -> str:
                 nxt.status == c.status
                 and c.status != "contradicted"
                 and (nxt.best is None) == (c.best is None)
-                and (c.best is None or (nxt.best.source_id, nxt.best.sentence_index) == (c.best.source_id, c.best.sentence_index))
+                and (c.best is None or nxt.best.source_id == c.best.source_id)
                 and not any(ch in ".!?\n" for ch in text[c.end : nxt.start])
             )
             if same:
@@ -74,10 +87,11 @@ def render_markdown(result: AttributionResult) -> str:
         pos = at
     out.append(text[pos:])
     lines = ["".join(out), ""]
-    for n, sent in notes.values():
-        lines.append(f'[^{n}]: Source {sent.source_id}: "{_quote(sent.sentence)}"')
+    for n, cited in notes.values():
+        quotes = " … ".join(f'"{_quote(a.sentence)}"' for a in cited)
+        lines.append(f"[^{n}]: {source_label(cited[0])}: {quotes}")
     for n, sent in conflicts.values():
-        lines.append(f'[^x{n}]: Contradicted by source {sent.source_id}: "{_quote(sent.sentence)}"')
+        lines.append(f'[^x{n}]: Contradicted by {source_label(sent)}: "{_quote(sent.sentence)}"')
     if any(c.status == "unsupported" for c in cites):
         lines.append("[^?]: Not supported by any source.")
     checks = [v for v in result.sentences if v.verdict != "supported"]
@@ -176,25 +190,26 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         parts.append(html.escape(text[pos : c.start]))
         kw = html.escape(text[c.start : c.end])
         if c.supported and c.best is not None:
-            n = notes[(c.best.source_id, c.best.sentence_index)][0]
+            n = notes[c.best.source_id][0]
+            label = html.escape(source_label(c.best))
             card = (
-                f'<span class="card" role="tooltip"><span class="src">[{n}] Source {html.escape(c.best.source_id)}'
+                f'<span class="card" role="tooltip"><span class="src">[{n}] {label}'
                 f" (score {c.best.score:.2f})</span>{_highlight(c.best.sentence, c.text)}</span>"
             )
             parts.append(
                 f'<span class="kw" tabindex="0" data-source="{html.escape(c.best.source_id, quote=True)}" '
-                f'data-sentence="{c.best.sentence_index}" aria-label="{kw}, cited from source '
-                f'{html.escape(c.best.source_id, quote=True)}">{kw}<sup>[{n}]</sup>{card}</span>'
+                f'data-sentence="{c.best.sentence_index}" aria-label="{kw}, cited from {label}">'
+                f"{kw}<sup>[{n}]</sup>{card}</span>"
             )
         elif c.status == "contradicted" and c.conflict is not None:
             n = conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]
             card = (
-                f'<span class="card" role="tooltip"><span class="src">Contradicted by source '
-                f"{html.escape(c.conflict.source_id)}</span>{html.escape(c.conflict.sentence)}</span>"
+                f'<span class="card" role="tooltip"><span class="src">Contradicted by '
+                f"{html.escape(source_label(c.conflict))}</span>{html.escape(c.conflict.sentence)}</span>"
             )
             parts.append(
                 f'<span class="kw contradicted" tabindex="0" data-conflict="{html.escape(c.conflict.source_id, quote=True)}" '
-                f'aria-label="{kw}, contradicted by source {html.escape(c.conflict.source_id, quote=True)}">'
+                f'aria-label="{kw}, contradicted by {html.escape(source_label(c.conflict), quote=True)}">'
                 f"{kw}<sup>x{n}</sup>{card}</span>"
             )
         else:
@@ -206,8 +221,10 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         pos = c.end
     parts.append(html.escape(text[pos:]))
     items = [
-        f'<li value="{n}"><b>Source {html.escape(sent.source_id)}</b>: &ldquo;{html.escape(sent.sentence)}&rdquo;</li>'
-        for n, sent in notes.values()
+        f'<li value="{n}"><b>{html.escape(source_label(cited[0]))}</b>: '
+        + " &hellip; ".join(f"&ldquo;{html.escape(a.sentence)}&rdquo;" for a in cited)
+        + "</li>"
+        for n, cited in notes.values()
     ]
     query = f"<p><b>Question:</b> {html.escape(result.query)}</p>" if result.query else ""
     data = html.escape(

@@ -277,6 +277,41 @@ def keyword_status(
     return "unsupported", held, -1
 
 
+def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | None:
+    """Where ``sentence`` holds the keyword: its text (case-insensitive, whole words), else
+    its value (a number written another way), else the run from the first to the last of
+    its words (a name), else a word of the same stem. None when it holds none of these.
+
+    >>> s = "The Danube is 2,850 kilometres long; the Danube rises in Germany."
+    >>> [s[a:b] for a, b in [locate_keyword("danube", "name", s), locate_keyword("2850 km", "number", s)]]
+    ['Danube', '2,850']
+    >>> s[slice(*locate_keyword("rising", "word", s))], locate_keyword("Rhine", "name", s)
+    ('rises', None)
+    """
+    folded = sentence.casefold()
+    if len(folded) == len(sentence):  # casefolding kept the offsets
+        for m in re.finditer(re.escape(text.casefold()), folded):
+            a, b = m.start(), m.end()
+            if (a == 0 or not sentence[a - 1].isalnum()) and (b == len(sentence) or not sentence[b].isalnum()):
+                return a, b
+    if kind in ("number", "date"):
+        wanted = {v for _, _, v in value_spans(text)}
+        for a, b, v in value_spans(sentence):
+            if v in wanted:
+                return a, b
+    words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(sentence)]
+    if kind == "name":
+        need = set(_name_words(text))
+        hits = [(a, b) for a, b, w in words if w in need]
+        if hits and {w for _, _, w in words if w in need} == need:
+            return hits[0][0], hits[-1][1]
+    stems = {light_stem(w) for w in _WORD.findall(text)}
+    for a, b, w in words:
+        if light_stem(w) in stems and w not in _NON_KEYWORDS:
+            return a, b
+    return None
+
+
 def sentence_verdict(statuses: list[str]) -> str:
     """An answer sentence's verdict from its keywords' statuses: contradicted if any is,
     supported if all are (or there are none), unsupported if none is, partly otherwise."""

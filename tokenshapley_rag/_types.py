@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore", "SentenceVerdict",
+    "display_name", "page_of", "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore", "SentenceVerdict",
 ]
 
 
@@ -36,6 +36,41 @@ class Source:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: Metadata keys that name a source for a reader, in order of preference (LlamaIndex
+#: readers set ``file_name``, LangChain loaders ``source``; ``title`` wins when given).
+DISPLAY_KEYS = ("title", "file_name", "source", "url")
+PAGE_KEYS = ("page_label", "page")
+
+
+def display_name(source_id: str, metadata: Mapping[str, Any]) -> str:
+    """How a reader should see a source: its metadata's ``title``, ``file_name``,
+    ``source`` (a path's last part) or ``url``, else its id.
+
+    >>> display_name("3f2c", {"file_name": "eiffel.md"}), display_name("3f2c", {"source": "/data/docs/nile.txt"})
+    ('eiffel.md', 'nile.txt')
+    >>> display_name("3f2c", {})
+    '3f2c'
+    """
+    for key in DISPLAY_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            value = value.strip()
+            if key == "source" and "://" not in value:
+                value = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or value
+            return value
+    return source_id
+
+
+def page_of(metadata: Mapping[str, Any]) -> str | None:
+    """The source's page as written: ``page_label`` (LlamaIndex, LangChain's PDF loaders:
+    the printed label), else ``page`` as given (LangChain's is 0-based), else None."""
+    for key in PAGE_KEYS:
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class SourceAttribution:
     """How much one source explains a keyword, and the sentence of it that is cited.
@@ -47,7 +82,10 @@ class SourceAttribution:
     keyword for this source. Positive means the source supports the keyword in its
     context. ``sentence`` is the source's best-scoring sentence among those holding the
     keyword (any sentence if none does); ``sentence_start`` / ``sentence_end`` are
-    character offsets into the source's text.
+    character offsets into the source's text, and ``keyword_start`` / ``keyword_end``
+    the keyword's own range there when the sentence holds it (None otherwise).
+    ``display_name`` and ``page`` come from the source's metadata (:func:`display_name`,
+    :func:`page_of`).
     """
 
     source_id: str
@@ -56,16 +94,28 @@ class SourceAttribution:
     sentence_start: int
     sentence_end: int
     sentence_index: int
+    display_name: str = ""
+    page: str | None = None
+    keyword_start: int | None = None
+    keyword_end: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.display_name:
+            object.__setattr__(self, "display_name", self.source_id)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serializable dict of the fields."""
         return {
             "source_id": self.source_id,
+            "display_name": self.display_name,
+            "page": self.page,
             "score": float(self.score),
             "sentence": self.sentence,
             "sentence_start": int(self.sentence_start),
             "sentence_end": int(self.sentence_end),
             "sentence_index": int(self.sentence_index),
+            "keyword_start": None if self.keyword_start is None else int(self.keyword_start),
+            "keyword_end": None if self.keyword_end is None else int(self.keyword_end),
         }
 
 
@@ -118,10 +168,12 @@ class KeywordCitation:
     def to_dict(self) -> dict[str, Any]:
         """Flat dict: the best source's fields at top level, all sources under ``sources``.
 
-        Keys: ``text, start, end, kind, status, supported, support, source_id, score,
-        sentence, sentence_start, sentence_end, sources, conflict``. The best-source keys
-        are None when the keyword has no supporting source; ``conflict`` is the
-        contradicting source sentence (a dict) or None.
+        Keys: ``text, start, end, kind, status, supported, support, source_id,
+        display_name, page, score, sentence, sentence_start, sentence_end, keyword_start,
+        keyword_end, sources, conflict``. The best-source keys are None when the keyword
+        has no supporting source; ``sources`` lists every supporting source (best first,
+        each a :meth:`SourceAttribution.to_dict`); ``conflict`` is the contradicting
+        source sentence (a dict) or None.
         """
         best = self.best
         return {
@@ -133,10 +185,14 @@ class KeywordCitation:
             "supported": bool(self.supported),
             "support": float(self.support),
             "source_id": best.source_id if best else None,
+            "display_name": best.display_name if best else None,
+            "page": best.page if best else None,
             "score": float(best.score) if best else None,
             "sentence": best.sentence if best else None,
             "sentence_start": int(best.sentence_start) if best else None,
             "sentence_end": int(best.sentence_end) if best else None,
+            "keyword_start": best.keyword_start if best else None,
+            "keyword_end": best.keyword_end if best else None,
             "sources": [s.to_dict() for s in self.sources],
             "conflict": self.conflict.to_dict() if self.conflict is not None else None,
         }

@@ -22,21 +22,29 @@ __all__ = [
     "message_text",
 ]
 
-#: Keys of every citation dict, in order.
+#: Keys of every citation dict, in order: the core's ``KeywordCitation.to_dict()`` with
+#: ``source_id`` named ``doc_id``, plus the cited document's ``metadata`` and the verdict
+#: of the answer sentence holding the keyword.
 CITATION_KEYS = (
     "text",
     "start",
     "end",
+    "kind",
+    "status",
+    "supported",
+    "support",
     "doc_id",
-    "metadata",
+    "display_name",
+    "page",
     "score",
     "sentence",
     "sentence_start",
     "sentence_end",
-    "supported",
-    "kind",
-    "status",
+    "keyword_start",
+    "keyword_end",
+    "sources",
     "conflict",
+    "metadata",
     "answer_sentence",
 )
 
@@ -108,39 +116,24 @@ def citation_to_dict(
     """The plain dict of one keyword citation (keys :data:`CITATION_KEYS`).
 
     ``start`` / ``end`` index into the answer, ``sentence_start`` / ``sentence_end`` into
-    the cited document's ``page_content``. ``doc_id``, ``metadata``, ``score`` and the
-    sentence fields describe the best source sentence; they are None when no source
-    supports the keyword. ``status`` is ``"supported"``, ``"unsupported"`` or
-    ``"contradicted"``; ``conflict`` is the contradicting sentence (``doc_id``,
-    ``sentence``, offsets) or None; ``answer_sentence`` the verdict on the answer
-    sentence holding the keyword (``index``, ``verdict``, ``score``) or None.
+    the cited document's ``page_content``. It is the core's citation schema
+    (``KeywordCitation.to_dict()``) with ``source_id`` named ``doc_id`` (also in
+    ``sources`` and ``conflict``), plus the best document's ``metadata`` and
+    ``answer_sentence``: the verdict on the answer sentence holding the keyword
+    (``index``, ``verdict``, ``score``). The best-source fields are None when no
+    document supports the keyword.
     """
     d = citation.to_dict()
+    out = {(("doc_id" if k == "source_id" else k)): v for k, v in d.items()}
+    out["sources"] = [{("doc_id" if k == "source_id" else k): v for k, v in s.items()} for s in d["sources"]]
+    if d["conflict"] is not None:
+        out["conflict"] = {("doc_id" if k == "source_id" else k): v for k, v in d["conflict"].items()}
     doc_id = d["source_id"]
-    conflict = d["conflict"]
-    return {
-        "text": d["text"],
-        "start": d["start"],
-        "end": d["end"],
-        "doc_id": doc_id,
-        "metadata": dict(documents[doc_id].metadata) if doc_id is not None else None,
-        "score": d["score"],
-        "sentence": d["sentence"],
-        "sentence_start": d["sentence_start"],
-        "sentence_end": d["sentence_end"],
-        "supported": d["supported"],
-        "kind": d["kind"],
-        "status": d["status"],
-        "conflict": None if conflict is None else {
-            "doc_id": conflict["source_id"],
-            "sentence": conflict["sentence"],
-            "sentence_start": conflict["sentence_start"],
-            "sentence_end": conflict["sentence_end"],
-        },
-        "answer_sentence": None if verdict is None else {
-            "index": verdict.index, "verdict": verdict.verdict, "score": verdict.score,
-        },
+    out["metadata"] = dict(documents[doc_id].metadata) if doc_id is not None else None
+    out["answer_sentence"] = None if verdict is None else {
+        "index": verdict.index, "verdict": verdict.verdict, "score": verdict.score,
     }
+    return {key: out[key] for key in CITATION_KEYS}
 
 
 def attribute_documents(

@@ -465,10 +465,12 @@ def test_render_helpers(index, pp):
     md = render_response_markdown(resp)
     assert md == resp.metadata["attribution"].to_markdown()
     body, _, notes = md.partition("\n\n")
-    assert re.sub(r"\[\^[0-9?]+\]", "", body) == BOTH_A  # markers only, the text unchanged
+    assert re.sub(r"\[\^x?[0-9?]+\]", "", body) == BOTH_A  # markers only, the text unchanged
     for keyword in ("330 metres", "1859"):
         cite = next(c for c in resp.metadata["citations"] if c["text"] == keyword)
-        line = next(ln for ln in notes.splitlines() if f'Source {cite["node_id"]}: "{cite["sentence"]}"' in ln)
+        # footnotes name the node by its display name (file name or title, not the UUID)
+        assert cite["display_name"] != cite["node_id"]
+        line = next(ln for ln in notes.splitlines() if f'{cite["display_name"]}: ' in ln and f'"{cite["sentence"]}"' in ln)
         marker = line.split(":")[0]  # "[^n]"
         assert body.index(marker) >= body.index(keyword) + len(keyword)
     eiffel = next(c for c in resp.metadata["citations"] if c["text"] == "330 metres")
@@ -512,3 +514,36 @@ def test_smollm2_generation(index, ts):
         assert c["supported"] and docs[c["node_id"]] == "eiffel"
     # the question is about the Eiffel Tower: some keyword of the answer cites that node
     assert any(c["supported"] and docs[c["node_id"]] == "eiffel" for c in resp.metadata["citations"])
+
+
+# ---------------------------------------------------------------------------- no silent no-ops
+
+
+def test_postprocessor_without_a_handler_warns_once(index, pp):
+    qe = index.as_query_engine(node_postprocessors=[pp], similarity_top_k=3, llm=RuleLLM())
+    with pytest.warns(UserWarning, match="no TokenShapley handler is attached"):
+        resp = qe.query(BOTH_Q)
+    assert "citations" not in (resp.metadata or {})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        qe.query(BOTH_Q)  # once per postprocessor
+
+
+def test_with_citations_is_the_one_call_setup(index, ts):
+    before = list(get_dispatcher().span_handlers)
+    pp = TokenShapleyPostprocessor.with_citations(ts)
+    try:
+        # built after the handler, with no callback manager: citations still arrive
+        qe = index.as_query_engine(node_postprocessors=[pp], similarity_top_k=3, llm=RuleLLM())
+        resp = qe.query(BOTH_Q)
+        cites = resp.metadata["citations"]
+        assert cites and all(c["status"] in ("supported", "unsupported", "contradicted") for c in cites)
+        assert resp.metadata["sentence_verdicts"] and resp.metadata["sentence_verdicts"][0]["verdict"]
+        supported = [c for c in cites if c["supported"]]
+        assert supported and all(c["node_id"] and c["display_name"] for c in supported)
+        assert all(c["node_id"] is None and c["sources"] == [] for c in cites if not c["supported"])
+    finally:
+        pp.detach()
+    assert list(get_dispatcher().span_handlers) == before

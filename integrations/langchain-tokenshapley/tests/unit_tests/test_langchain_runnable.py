@@ -10,10 +10,9 @@ from tokenshapley_rag import TokenShapley
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, TokenShapleyError
 
 from langchain_tokenshapley import TokenShapleyCitations
+from langchain_tokenshapley._convert import CITATION_KEYS
 
-KEYS = {"text", "start", "end", "doc_id", "metadata", "score", "sentence", "sentence_start", "sentence_end",
-        "supported", "kind", "status", "conflict", "answer_sentence"}
-
+KEYS = set(CITATION_KEYS)
 
 @pytest.fixture(scope="module")
 def base(ts, lc):

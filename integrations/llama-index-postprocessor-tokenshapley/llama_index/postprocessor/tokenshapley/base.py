@@ -14,9 +14,10 @@ before synthesis), so the work is split in two:
 What a response gets (``response.metadata``):
 
 ``"citations"``
-    list of dicts, one per keyword of the answer: ``text, start, end, kind, status,
-    node_id, score, sentence, sentence_start, sentence_end, supported, support, sources,
-    conflict``. ``status`` is ``"supported"``, ``"unsupported"`` or ``"contradicted"``
+    list of dicts, one per keyword of the answer: the core's citation schema
+    (``KeywordCitation.to_dict()``: ``text, start, end, kind, status, supported, support,
+    node_id, display_name, page, score, sentence, sentence_start, sentence_end,
+    keyword_start, keyword_end, sources, conflict``) with ``source_id`` named ``node_id``. ``status`` is ``"supported"``, ``"unsupported"`` or ``"contradicted"``
     (``conflict`` is then the contradicting node sentence). ``start`` /
     ``end`` are character offsets into the answer text (``str(response)``; for streaming
     responses the concatenated stream), so ``answer[start:end] == text``. ``node_id`` is
@@ -48,6 +49,7 @@ import asyncio
 import contextvars
 import logging
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -98,42 +100,20 @@ _SYNC_TEXT_TYPES = (Response, PydanticResponse, AgentChatResponse)
 def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
     """One keyword citation as the plain dict stored in ``metadata["citations"]``.
 
-    The core's ``KeywordCitation.to_dict()`` with ``source_id`` renamed to ``node_id``
-    (at top level and in ``sources``).
+    Exactly the core's ``KeywordCitation.to_dict()`` (the one citation schema, see the
+    core's docs), with ``source_id`` renamed to ``node_id`` at top level, in ``sources``
+    and in ``conflict``; nothing else changes.
     """
-    d = citation.to_dict()
-    conflict = d["conflict"]
-    return {
-        "text": d["text"],
-        "start": d["start"],
-        "end": d["end"],
-        "kind": d["kind"],
-        "status": d["status"],
-        "node_id": d["source_id"],
-        "score": d["score"],
-        "sentence": d["sentence"],
-        "sentence_start": d["sentence_start"],
-        "sentence_end": d["sentence_end"],
-        "supported": d["supported"],
-        "support": d["support"],
-        "sources": [
-            {
-                "node_id": s["source_id"],
-                "score": s["score"],
-                "sentence": s["sentence"],
-                "sentence_start": s["sentence_start"],
-                "sentence_end": s["sentence_end"],
-                "sentence_index": s["sentence_index"],
-            }
-            for s in d["sources"]
-        ],
-        "conflict": None if conflict is None else {
-            "node_id": conflict["source_id"],
-            "sentence": conflict["sentence"],
-            "sentence_start": conflict["sentence_start"],
-            "sentence_end": conflict["sentence_end"],
-        },
-    }
+    return rename_source_id(citation.to_dict(), "node_id")
+
+
+def rename_source_id(d: Dict[str, Any], name: str) -> Dict[str, Any]:
+    """``d`` with every ``source_id`` key (top level, ``sources``, ``conflict``) renamed."""
+    out = {(name if k == "source_id" else k): v for k, v in d.items()}
+    out["sources"] = [{(name if k == "source_id" else k): v for k, v in s.items()} for s in d["sources"]]
+    if d.get("conflict") is not None:
+        out["conflict"] = {(name if k == "source_id" else k): v for k, v in d["conflict"].items()}
+    return out
 
 
 def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
@@ -231,6 +211,8 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
 
     _ts: TokenShapley = PrivateAttr()
     _run_var: contextvars.ContextVar = PrivateAttr()
+    _warned_no_handler: bool = PrivateAttr(default=False)
+    _span_handler: Any = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -285,7 +267,42 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
         run = self._current_run()
         if run is not None:
             run.record(query_bundle.query_str, kept)
+        elif not self._warned_no_handler:
+            # No handler opened a run for this query: the response would silently carry no
+            # citations (a handler set on Settings after the engine was built, or none).
+            self._warned_no_handler = True
+            warnings.warn(
+                "TokenShapleyPostprocessor ran but no TokenShapley handler is attached, so responses get no "
+                "citations. Build the postprocessor with TokenShapleyPostprocessor.with_citations() (it attaches a "
+                "TokenShapleySpanHandler to LlamaIndex's root dispatcher, for every engine built before or after), "
+                "or attach TokenShapleySpanHandler(pp).attach() yourself.",
+                UserWarning,
+                stacklevel=2,
+            )
         return kept
+
+    @classmethod
+    def with_citations(
+        cls, token_shapley: Optional[TokenShapley] = None, *, top_n: Optional[int] = None
+    ) -> "TokenShapleyPostprocessor":
+        """The postprocessor with its :class:`TokenShapleySpanHandler` already attached to
+        the root dispatcher: the one-call set-up, which no engine or ``Settings`` order can
+        break (query engines, chat engines, streaming, async). :meth:`detach` removes it.
+
+        Examples:
+            >>> pp = TokenShapleyPostprocessor.with_citations()  # doctest: +SKIP
+            >>> qe = index.as_query_engine(node_postprocessors=[pp])  # doctest: +SKIP
+            >>> qe.query("How tall is the Eiffel Tower?").metadata["citations"]  # doctest: +SKIP
+        """
+        pp = cls(token_shapley, top_n=top_n)
+        pp._span_handler = TokenShapleySpanHandler(pp).attach()
+        return pp
+
+    def detach(self) -> None:
+        """Detach the handler :meth:`with_citations` attached (no-op otherwise)."""
+        if self._span_handler is not None:
+            self._span_handler.detach()
+            self._span_handler = None
 
     # ------------------------------------------------------------------ per-query runs (handlers)
 
