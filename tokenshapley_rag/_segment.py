@@ -25,6 +25,8 @@ _ABBREVIATIONS = frozenset(
 # whitespace, at CJK full stops, or at a blank line / line break.
 _SENTENCE_END = re.compile(r"""([.!?…]+['"”’)\]]*)(?=\s)|([。！？]+['"”’」』）)]*)|(\n\s*\n|\n)""")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+_INITIALS = re.compile(r"[^\W\d_](?:\.[^\W\d_])*")  # "J", "J.D", "U.S" (the last period stripped)
+_NEXT_WORD = re.compile(r"[^\W\d_][\w'’]*")
 
 STOPWORDS = frozenset(
     """a an the and or but nor so yet for of in on at to from by with without within into onto upon
@@ -34,7 +36,8 @@ STOPWORDS = frozenset(
     its it's itself he him his she her hers they them their theirs we us our ours you your yours i me
     my mine not no yes also too very just only all any both each few more most other some such own
     same if because though although however thus therefore whether either neither again further
-    once up down out off s t one ones many much""".split()
+    once up down out off s t one ones many much between through throughout against among amongst
+    across around toward towards via per despite along beyond""".split()
 )
 # Fillers: words that carry no checkable fact on their own ("making", "every", "I don't
 # know"). They are attributed like stopwords but never cited, so they are never flagged.
@@ -48,44 +51,86 @@ FILLERS = frozenset(
     don't doesn't didn't isn't aren't wasn't weren't can't cannot couldn't won't wouldn't
     shouldn't haven't hasn't hadn't i'm i've i'd i'll you're you've we're we've they're they've
     he's she's that's there's here's what's let's it'll ok okay sure yes indeed perhaps maybe
-    probably certainly actually basically generally also however""".split()
+    probably certainly actually basically generally also however putting telling taking giving
+    coming letting becoming seeming additionally moreover furthermore finally ultimately whereas
+    according e.g. i.e.""".split()
 )
 _NON_KEYWORDS = STOPWORDS | FILLERS | frozenset(w.replace("'", "\u2019") for w in FILLERS if "'" in w)
 
+def _upper_class() -> str:
+    """A character class of the uppercase letters below U+2000 (Latin, Greek, Cyrillic: "Č", "Ł",
+    "Ö"), as ranges."""
+    ranges: list[list[int]] = []
+    for c in range(0x2000):
+        if chr(c).isupper():
+            if ranges and ranges[-1][1] == c - 1:
+                ranges[-1][1] = c
+            else:
+                ranges.append([c, c])
+    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
+
+
 # Keyword units, most specific first. Dates and numbers keep their separators, currency
 # signs and units; names are runs of capitalised words with a few lowercase joiners.
+_UP = _upper_class()
 _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
     r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 )
+_MONTH_NAME = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_WEEKDAY = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+# One day, or a range of days sharing the month that follows or precedes ("12 and 27 August").
+_DAYS = rf"{_DAY}(?:\s*[-–]\s*{_DAY}|\s+(?:to|and|through|until|till)\s+{_DAY})?"
+_ERA = r"(?:BC|BCE|AD|CE)(?!\w)"
 # A number's value: an optional sign, digit groups with thousands separators, decimals.
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
-_UNIT = (
-    r"(?:\s?%|\s?(?:percent|per cent|million|billion|trillion|thousand|hundred|km|kilometers|kilometres|"
-    r"m|cm|mm|kg|g|mg|lb|lbs|mph|km/h|miles?|feet|ft|meters?|metres?|years?|months?|weeks?|days?|hours?|"
-    r"minutes?|seconds?|°[CF]?|degrees?|st|nd|rd|th)\b)?"
+_CURRENCY = r"(?:[$€£¥₹]\s?|#)"
+_MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred)(?!\w))"
+_UNIT_WORD = (
+    r"(?:percent|per cent|km/h|kph|mph|km|kilomet(?:er|re)s?|m|cm|mm|nm|µm|μm|met(?:er|re)s?|miles?|feet|foot|ft|"
+    r"inch(?:es)?|yards?|acres?|hectares?|kg|g|mg|lbs?|pounds?|ounces?|oz|tons?|tonnes?|lit(?:er|re)s?|ml|mL|"
+    r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
+    r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
+    r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?)"
 )
+# A unit ("km", "°C", "mg/kg"), a rate ("per hour"), a percent, or a hyphenated unit ("23-man").
+_UNIT = (
+    r"(?:-[a-z]+(?:-[a-z]+)*(?![\w-])"
+    rf"|{_MULTIPLIER}?(?:\s?%|\s?{_UNIT_WORD}(?:/(?:kg|g|s|h|day|km|m|l|L|ml))?(?![\w°]))?(?:\s+per\s+[a-z]+(?!\w))?)"
+)
+_VALUE_RE = rf"{_SIGN}{_NUMBER}(?:['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
 _KEYWORD = re.compile(
-    r"(?P<date>"
-    rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}"  # June 5, 2021
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\s+\d{{3,4}}"  # 5 June 2021
-    rf"|{_MONTH}\s+\d{{4}}"  # June 2021
-    r"|\d{4}-\d{2}-\d{2}"  # 2021-06-05
-    r")"
-    r"|(?P<number>"
-    rf"(?:[$€£¥₹]\s?)?{_SIGN}{_NUMBER}{_UNIT}"
+    r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early-|mid-|late-)\d?)"  # (a quick test)
+    rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+\d{{3,4}}(?!\d)"  # June 5, 2021; December 6 through 29, 1927
+    rf"|{_WEEKDAY}{_DAYS}\s+(?:of\s+)?{_MONTH}(?!\w),?\s+\d{{3,4}}(?!\d)"  # Saturday 20 May 1217; 12 and 27 August 2011
+    rf"|{_MONTH}\s+\d{{4}}(?!\d)"  # June 2021
+    r"|\d{4}-\d{2}-\d{2}(?!\d)"  # 2021-06-05
+    rf"|{_WEEKDAY}{_MONTH}\s+{_DAY}(?![\d\w])"  # February 8
+    rf"|{_WEEKDAY}{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)"  # 14 August
+    r"|(?:[Ss]pring|[Ss]ummer|[Aa]utumn|[Ff]all|[Ww]inter)\s+\d{4}(?!\d)"  # spring 2022
+    r"|(?:(?:early|mid|late)-)?(?:1\d|20)\d0['’]?s(?!\w)"  # 1960s, mid-1960s
+    rf"|\d{{1,2}}(?:st|nd|rd|th)\s+centur(?:y|ies)\s+{_ERA}|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
+    rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
+    r"))"
+    r"|(?P<number>(?=[\d$€£¥₹#+\-\u2212])"
+    rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?{_UNIT}?(?!\w)"
     r")"
     r"|(?P<name>"
     # A period continues a name only after an initial or a short abbreviation ("J. R.",
-    # "St. Louis"), never after a whole word: "France. It" is two sentences.
-    r"[A-Z\u00C0-\u00DE](?:[\w'’\-]{0,2}\.(?=\s[A-Z])|[\w'’\-]*)"
+    # "St. Louis"), never after a whole word: "France. It" is two sentences. Dotted
+    # initials ("U.S.", "J.D.") and "Jr." keep their periods.
+    rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|[\w'’\-]*))"
     r"(?:\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
     rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
-    r"[A-Z\u00C0-\u00DE](?:[\w'’\-]{0,2}\.(?=\s[A-Z])|[\w'’\-]*))*"
+    rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|(?:al|el|ul|ad|ud|ibn|bin|abu)-{_UP}[\w'’\-]*"
+    rf"|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|[\w'’\-]*)))*"
     r")"
-    r"|(?P<word>\w+(?:['’\-]\w+)*)"
+    r"|(?P<word>(?:[a-z]\.){2,}|\w+(?:['’\-]\w+)*)"
 )
+# A month name alone is a date after these words ("in August", "(usually in May)").
+_MONTH_ALONE_AFTER = frozenset("in on of since until by from during before after through early late mid last next this every".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +160,22 @@ def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
     if punct[0] != ".":
         return True
     before = _WORD_BEFORE.search(text, start, match.start())
-    word = before.group(1).lower().rstrip(".") if before else ""
-    if word in _ABBREVIATIONS:
-        return False
-    if len(word) == 1 and word.isalpha() and word.upper() == word.upper():
-        # Single-letter initials such as "J. K. Rowling".
-        return before is None or not before.group(1)[0].isupper()
+    raw = before.group(1).rstrip(".") if before else ""
     nxt = match.end()
     while nxt < len(text) and text[nxt].isspace():
         nxt += 1
+    if _INITIALS.fullmatch(raw) and raw[0].isupper() and text[before.start() - 1 : before.start()] not in ("°", "/", "-"):
+        # Initials ("J. K. Rowling", "J.D. Payne", "U.S. Army") go on into a name; a
+        # capitalised function word after them starts a new sentence ("vitamin D. In",
+        # "Washington, D.C. It"). A letter glued to a symbol is no initial ("120°C. Place").
+        follower = _NEXT_WORD.match(text, nxt)
+        word = follower.group() if follower else ""
+        return word[:1].isupper() and len(word) > 1 and word.lower() in STOPWORDS
+    word = raw.lower()
+    if word in _ABBREVIATIONS:
+        return False
+    if len(word) == 1 and word.isalpha() and raw.islower():
+        return True  # a lowercase single letter ("plan b.")
     # A lowercase continuation means the period was not a sentence end ("approx. two").
     return nxt >= len(text) or not text[nxt].islower()
 
@@ -166,7 +218,8 @@ def find_keywords(text: str) -> list[Keyword]:
     Units never cross a sentence boundary (:func:`split_sentences`): each sentence is
     segmented on its own. Every word of the text belongs to exactly one unit; punctuation
     and spaces belong to none. A number keeps its sign, separators, decimals, ordinal,
-    currency and unit together; a date is one unit. A capitalised stopword that opens a
+    currency and unit together (a range written with a dash too); a date is one unit
+    (docs/method.md §8 lists the cases). A capitalised stopword that opens a
     name ("The", "In") is split off as its own stopword unit unless the whole run is a
     single word. Stopwords and fillers (:data:`STOPWORDS`, :data:`FILLERS`) get kind
     ``"stopword"``: they are attributed but never cited.
@@ -177,6 +230,8 @@ def find_keywords(text: str) -> list[Keyword]:
     [('In', 'stopword'), ('June 5, 2021', 'date'), ('the', 'stopword'), ('Bank of America', 'name'), ('paid', 'word'), ('$3.5 million', 'number')]
     >>> [k.text for k in find_keywords("It flows into the North Sea. The Danube is -2.5% longer.") if k.citable]
     ['flows', 'North Sea', 'Danube', '-2.5%', 'longer']
+    >>> [(k.text, k.kind) for k in find_keywords("J.D. Payne won 27-17 in the U.S. on Saturday 20 May 1217.") if k.citable]
+    [('J.D. Payne', 'name'), ('won', 'word'), ('27-17', 'number'), ('U.S.', 'name'), ('Saturday 20 May 1217', 'date')]
     """
     units: list[Keyword] = []
     for a, b in split_sentences(text):
@@ -190,31 +245,52 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
         kind = match.lastgroup or "word"
         start, end = match.start(), match.end()
         piece = text[start:end]
+        if kind == "date" and _MONTH_ALONE.fullmatch(piece) and not _month_is_date(text, begin, start):
+            kind = "name"  # "May" opening a sentence: a capitalised word like any other
         if kind == "name":
             # Peel capitalised stopwords ("The", "In") off the front of a multi-word name.
-            while " " in piece or "\n" in piece:
+            while _has_space(piece):
                 first = re.match(r"\S+", piece)
                 assert first is not None
-                if first.group(0).lower() not in _NON_KEYWORDS:
+                if first.group(0).lower() not in _NON_KEYWORDS or _ACRONYM.fullmatch(first.group(0)):
                     break
                 units.append(Keyword(start, start + first.end(), first.group(0), "stopword"))
                 rest = re.match(r"\S+\s+", piece)
                 assert rest is not None
                 start += rest.end()
                 piece = text[start:end]
-            if " " not in piece and piece.lower() in _NON_KEYWORDS:
+            if not _has_space(piece) and piece.lower() in _NON_KEYWORDS and not _ACRONYM.fullmatch(piece):
                 kind = "stopword"
-            elif " " not in piece:
-                kind = "name" if piece[:1].isupper() and start > begin and not _sentence_initial(text, start) else "word"
+            elif _MONTH_ALONE.fullmatch(piece) and _month_is_date(text, begin, start):
+                kind = "date"  # "In August, ...": the name pattern took "In August"
+            elif not _has_space(piece):
+                # A capitalised word that opens its sentence (after a bullet or quote too) says
+                # nothing by its capital: a word here; the match rule asks the sources.
+                opens = _ALNUM.search(text, begin, start) is None
+                kind = "name" if piece[:1].isupper() and not opens else "word"
         elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
         elif kind == "number" and _YEAR.fullmatch(piece):
-            kind = "date"  # a bare year
+            kind = "date"  # a bare year, or a range of years ("2008-2010", "2022-23")
         units.append(Keyword(start, end, piece, kind))
     return units
 
 
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+def _month_is_date(text: str, begin: int, start: int) -> bool:
+    """Whether a month name alone at ``start`` is a date: after "in", "since", "early", ..."""
+    before = _LAST_WORD.search(text, begin, start)
+    return before is not None and before.group().lower() in _MONTH_ALONE_AFTER
+
+
+def _has_space(piece: str) -> bool:
+    return any(c.isspace() for c in piece)
+
+
+_YEAR = re.compile(r"(?:1[0-9]{3}|20[0-9]{2})(?:[-–/](?:[0-9]{2}|1[0-9]{3}|20[0-9]{2}))?")
+_MONTH_ALONE = re.compile(_MONTH_NAME)
+_ACRONYM = re.compile(rf"{_UP}{{2,}}")  # "US" is no "us", "IT" no "it"
+_LAST_WORD = re.compile(r"\w+(?=\W*$)")
+_ALNUM = re.compile(r"[^\W_]")
 _VALUE = re.compile(rf"{_SIGN}{_NUMBER}")
 _GROUPED = re.compile(r"\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)")
 
@@ -261,13 +337,6 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
     [(5, 10, '2850'), (17, 21, '-3.5')]
     """
     return [(m.start(), m.end(), number_value(m.group())) for m in _VALUE.finditer(text)]
-
-
-def _sentence_initial(text: str, start: int) -> bool:
-    i = start - 1
-    while i >= 0 and text[i].isspace():
-        i -= 1
-    return i < 0 or text[i] in ".!?\n"
 
 
 _WORD_RUN = re.compile(r"\w+")
