@@ -106,3 +106,9 @@ def test_evaluate_chain_writes_an_error_row_for_a_lone_surrogate(tmp_path, ts):
     assert len(lines) == 2 and all(json.loads(line) for line in lines)
     again = evaluate_chain(records, attributor=ts, output=out)  # resumes without crashing
     assert [r.id for r in again.rows] == ["bad", "good"]
+def test_zero_width_characters_do_not_split_a_keyword():
+    units = [k.text for k in find_keywords("The Eif\u200bfel Tower is tall.") if k.citable]
+    assert units == ["Eif\u200bfel Tower", "tall"]
+    assert keyword_facts("Eif\u200bfel Tower", "name").words == ("eiffel", "tower")
+
+

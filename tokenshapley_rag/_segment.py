@@ -233,10 +233,37 @@ def find_keywords(text: str) -> list[Keyword]:
     >>> [(k.text, k.kind) for k in find_keywords("J.D. Payne won 27-17 in the U.S. on Saturday 20 May 1217.") if k.citable]
     [('J.D. Payne', 'name'), ('won', 'word'), ('27-17', 'number'), ('U.S.', 'name'), ('Saturday 20 May 1217', 'date')]
     """
+    view = _visible(text)
     units: list[Keyword] = []
-    for a, b in split_sentences(text):
-        units.extend(_sentence_keywords(text, a, b))
+    for a, b in split_sentences(view):
+        units.extend(_sentence_keywords(view, a, b))
+    if view is not text:  # each unit's text as the caller wrote it
+        units = [Keyword(k.start, k.end, text[k.start:k.end], k.kind) for k in units]
     return units
+
+
+# Zero-width and presentation characters (ZWSP, ZWJ, soft hyphen, variation selectors, BOM):
+# invisible to a reader, so they must never split or hide a keyword.
+_INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufe00-\ufe0f\ufeff]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with each invisible character inside a word replaced by the next letter
+    (same length, so offsets hold) and any other one by a space; ``text`` itself when it
+    has none.
+
+    >>> _visible("Eif\u200bfel \u200bTower")
+    'Eifffel  Tower'
+    """
+    if _INVISIBLE.search(text) is None:
+        return text
+    chars = list(text)
+    for m in reversed(list(_INVISIBLE.finditer(text))):
+        i = m.start()
+        before = chars[i - 1] if i > 0 else " "
+        after = chars[i + 1] if i + 1 < len(chars) else " "
+        chars[i] = after if before.isalnum() and after.isalnum() else " "
+    return "".join(chars)
 
 
 def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:

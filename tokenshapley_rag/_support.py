@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenshapley_rag._segment import _NON_KEYWORDS, find_keywords, value_spans
+from tokenshapley_rag._segment import _INVISIBLE, _NON_KEYWORDS, find_keywords, value_spans
 
 __all__ = [
     "SentenceFacts",
@@ -115,6 +115,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     >>> sorted(f.numbers), sorted(f.months), f.names
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
+    text = _INVISIBLE.sub("", text)
     words = [_fold(w) for w in _WORD.findall(text)]
     names = tuple(
         " ".join(_name_words(k.text)) for k in find_keywords(text) if k.kind == "name" and _name_words(k.text)
@@ -155,6 +156,7 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     >>> keyword_facts("Golden Gate Bridge's", "name").words
     ('golden', 'gate', 'bridge')
     """
+    text = _INVISIBLE.sub("", text)
     numbers = frozenset(v for _, _, v in value_spans(text)) if kind in ("number", "date") else frozenset()
     months = frozenset(
         _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3

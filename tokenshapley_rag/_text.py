@@ -3,7 +3,7 @@
 One rule, applied the same way everywhere: a text must be a ``str`` of valid Unicode
 (no lone surrogates, which cannot be encoded, hashed for the cache or tokenized). Text is
 never rewritten (offsets into the caller's string stay exact); invisible characters are
-handled where words are read (:mod:`tokenshapley_rag._segment`, :mod:`._support`).
+handled where words are read (``_segment._visible``, and the fact rule in ``_support``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import Any
 
 from tokenshapley_rag.errors import InvalidInputTypeError, InvalidTextError
 
-__all__ = ["check_text", "decode_utf8", "INVISIBLE"]
+__all__ = ["check_text", "decode_utf8"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Zero-width and presentation characters: they never split or hide a word.
-INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufe00-\ufe0f\ufeff]")
 
 
 def check_text(value: Any, field: str) -> str:
