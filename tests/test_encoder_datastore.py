@@ -1,12 +1,21 @@
 """The encoder's packed sentence encoding and the datastore's exact search, against the
 straightforward computations they replace (issue 8's speed-ups must not change a value)."""
 
+from contextlib import contextmanager, nullcontext
+
+import numba
 import numpy as np
 import pytest
+import torch
 
 from tokenshapley_rag import TokenShapley, _datastore
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord
 from tokenshapley_rag._attribution import coerce_sources
+
+try:
+    import threadpoolctl
+except ImportError:  # optional: then only numba's and torch's threads are varied
+    threadpoolctl = None
 
 pytestmark = pytest.mark.slow
 
@@ -210,16 +219,56 @@ def test_mixed_candidates_equal_brute_force_and_break_ties_by_index():
         np.testing.assert_allclose(d2[t], exact[want], rtol=1e-4, atol=1e-2)
 
 
-def test_attribution_in_small_search_blocks_equals_one_block(cache_root, monkeypatch):
-    # Answer tokens are searched in blocks of rows (class masks and distance matrices stay
-    # bounded); every token's game is its own, so the blocks change nothing.
+@contextmanager
+def _threads(numba_threads, blas_threads):
+    """numba's threads (at most its pool), torch's (and MKL's), and with threadpoolctl every
+    BLAS and OpenMP pool in the process, restored after."""
+    old_numba, old_torch = numba.get_num_threads(), torch.get_num_threads()
+    numba.set_num_threads(min(numba_threads, numba.config.NUMBA_NUM_THREADS))
+    torch.set_num_threads(blas_threads)
+    try:
+        with threadpoolctl.threadpool_limits(blas_threads) if threadpoolctl else nullcontext():
+            yield
+    finally:
+        numba.set_num_threads(old_numba)
+        torch.set_num_threads(old_torch)
+
+
+def _cited(result):
+    return [(c.text, c.start, c.end, c.supported, [(s.source_id, s.sentence_index) for s in c.sources]) for c in result.citations]
+
+
+def test_citations_do_not_depend_on_search_blocks_or_threads(ts, monkeypatch):
+    # Answer tokens are searched in blocks of rows, whose float32 distance matrices round
+    # differently by block size and BLAS threads; the search only pre-selects with them and
+    # orders its players by float64 distances computed in one fixed order from the keys
+    # (Datastore.game_candidates). Given the same answer states, every score is then the
+    # same bits for any block size and thread count: exact equality, by construction.
     sources = ["The Eiffel Tower is 330 metres tall. It was completed in 1889.", "Big Ben is in London. It was finished in 1859."]
-    answer = "The Eiffel Tower, finished in 1889, is 330 metres tall; Big Ben is in London."
-    ts = TokenShapley(cache_dir=cache_root)
-    whole = ts.attribute("Tell me about towers.", sources, answer)
-    monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", 40)  # a few answer tokens per block
-    ts._datastores.clear()
-    blocks = ts.attribute("Tell me about towers.", sources, answer)
-    assert ts._datastore_for(coerce_sources(sources)).rows_per_block < len(blocks.tokens.texts)
-    np.testing.assert_array_equal(blocks.tokens.scores, whole.tokens.scores)
-    assert [c.to_dict() for c in blocks.citations] == [c.to_dict() for c in whole.citations]
+    query, answer = "Tell me about towers.", "The Eiffel Tower, finished in 1889, is 330 metres tall; Big Ben is in London."
+    srcs = coerce_sources(sources)
+    store = ts._datastore_for(srcs)
+    resp = ts.encoder.tokenize(answer)
+    states = ts.encoder.encode_response(query, resp)
+    whole = ts._result(query, answer, srcs, store, resp, states)
+    assert store.rows_per_block >= len(resp.ids)  # one block
+    best = {c.text: (c.best.source_id, c.best.sentence_index) for c in whole.citations if c.best}
+    assert best["330 metres"] == ("0", 0) and best["1889"] == ("0", 1) and best["London"] == ("1", 0)
+    for rows, numba_threads, blas_threads, parallel in [(1, 1, 1, True), (3, 2, 1, False), (4, 1, 3, True), (7, 2, 2, True)]:
+        monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", rows * store.size)
+        monkeypatch.setattr(_datastore, "_PARALLEL_CELLS", 1 if parallel else 1 << 40)
+        assert store.rows_per_block == rows < len(resp.ids)
+        with _threads(numba_threads, blas_threads):
+            got = ts._result(query, answer, srcs, store, resp, states)
+        np.testing.assert_array_equal(got.tokens.scores, whole.tokens.scores)
+        assert [c.to_dict() for c in got.citations] == [c.to_dict() for c in whole.citations]
+        assert [s.to_dict() for s in got.sentence_scores] == [s.to_dict() for s in whole.sentence_scores]
+    # The whole attribution, the encoder's forward passes included: they are float32 torch
+    # computations whose rounding may follow the thread count (not the search's concern),
+    # so the same citations, and scores equal up to that rounding.
+    monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", 2 * store.size)
+    for numba_threads, blas_threads in [(1, 1), (2, 3)]:
+        with _threads(numba_threads, blas_threads):
+            full = ts.attribute(query, sources, answer)
+        assert _cited(full) == _cited(whole)
+        np.testing.assert_allclose(full.tokens.scores, whole.tokens.scores, rtol=1e-4, atol=1e-6)

@@ -188,28 +188,55 @@ class SentenceRecord:
     text: str
 
 
-# Query rows x entries per block of the exact search's distance matrix (64 MiB of float32).
+# Query rows x entries per block of the search's float32 distance matrix (64 MiB).
 _SEARCH_BLOCK = 1 << 24
-# Entries a search over all entries takes beyond the m it returns, so that ties at the cut
-# are ordered by index (see Datastore._search).
-_SLACK = 8
+
+
+def _preselect_margin(hidden: int) -> tuple[float, float]:
+    """``(rel, abs)`` for keys of width ``hidden``: the searches' float32 distance (the
+    matrix product's ``|k|^2 - 2 q.k`` plus ``|q|^2``, clipped at 0) is within
+    ``rel * (|q|^2 + |k|^2) + abs`` of the float64 distance (:func:`_exact_d2`), with the
+    norms as computed in float32, whatever the BLAS's summation order, blocking, kernel
+    or thread count.
+
+    Any summation order of ``n + 1`` float32 terms (with or without FMA) is within
+    ``g * sum of |terms|`` of the exact sum, ``g = gamma_(n+1) = (n+1)u / (1 - (n+1)u)``,
+    ``u = 2^-24`` (Higham, Accuracy and Stability of Numerical Algorithms, 3.1). The
+    product's cell sums ``|k|^2`` (as cached) and the ``-2 q_i k_i`` (the factor 2 is
+    exact): within ``g (|k|^2 (1 + g) + 2|q||k|)``; the cached ``|k|^2`` and ``|q|^2``
+    are each within ``g`` of theirs. With ``2|q||k| <= |q|^2 + |k|^2`` the error is at most
+    ``(3 + g) g (|q|^2 + |k|^2)``, and ``(3 + g) g / (1 - g)`` with the computed norms.
+    The float64 distance is within ``~2(n+1) 2^-53`` of the true one relative to that
+    sum, as is the float64 arithmetic of the bounds: ``4 (n+2) u`` covers it all, with a
+    quarter to spare, for any width below 10^5. ``abs`` covers underflow (denormals
+    flushed to zero included): at most ``2^-126`` a term.
+    """
+    return 4.0 * (hidden + 2) * 2.0**-24, (hidden + 2) * 2.0**-100
 
 
 class Datastore:
     """Keys, token values and provenance of every context token, searched exactly.
 
-    Search is one matrix product per block of queries, ``|k|^2 - 2 q.k`` against cached
-    key norms, then one compiled pass over each row (:meth:`game_candidates`, what
+    Search is one float32 matrix product per block of queries, ``|k|^2 - 2 q.k`` against
+    cached key norms, then one compiled pass over each row (:meth:`game_candidates`, what
     attribution uses): it keeps the query's nearest entries and the nearest of its class
-    (the "mixed" candidates) in exact (distance, index) order and notes which sentences
-    carry the class, with no ``(queries x entries)`` mask. :meth:`nearest` and
-    :meth:`mixed_nearest` take any mask instead (numpy, for analysis and as the scan's
-    oracle). A datastore holds one answer's retrieved context (10^2-10^5 tokens). At 16k
-    entries the exact search took a quarter to a half of the time of faiss's flat index
-    on this CPU; at ~400 entries faiss's search alone was a little faster, but building
-    its index took ~10x longer than the search (docs/performance.md). It needs no second
-    copy of the keys. It grows with the datastore; an approximate index would trade
-    exactness for that.
+    (the "mixed" candidates) and notes which sentences carry the class, with no
+    ``(queries x entries)`` mask. :meth:`nearest` and :meth:`mixed_nearest` take any mask
+    instead (for analysis and as the scan's oracle).
+
+    The float32 product only pre-selects: it rounds differently for other row blocks and
+    BLAS thread counts, so every entry whose float32 distance could be, within a proven
+    bound (:func:`_preselect_margin`), among the nearest is a candidate, and the
+    candidates' distances are recomputed in float64 from the keys in one fixed order
+    (:func:`_exact_d2`, :meth:`exact_distances`) and ordered by (distance, index). The
+    players, their distances and so the Shapley values are then the same bits for any
+    block size, thread count or machine load.
+
+    A datastore holds one answer's retrieved context (10^2-10^5 tokens). At 16k entries
+    the exact search took a quarter to a half of the time of faiss's flat index on this
+    CPU; at ~400 entries faiss's search alone was a little faster, but building its index
+    took ~10x longer than the search (docs/performance.md). It needs no second copy of the
+    keys. It grows with the datastore; an approximate index would trade exactness for that.
 
     Parameters
     ----------
@@ -257,6 +284,10 @@ class Datastore:
         self._groups = {False: _group(self.token_class)}
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
         self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
+        # The searches' error bound e = rel |q|^2 + (rel |k|^2 + abs) (_preselect_margin):
+        # the entries' part, per entry (its representative's norm, like its distance).
+        self._rel, absolute = _preselect_margin(self.keys.shape[1])
+        self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
 
     @property
     def rows_per_block(self) -> int:
@@ -264,8 +295,9 @@ class Datastore:
         return max(1, _SEARCH_BLOCK // max(self.size, 1))
 
     def nearest(self, queries: np.ndarray, m: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Squared L2 distances and entry indices of the ``m`` nearest entries per query,
-        nearest first (ties: lower index first): two ``(T, min(m, size))`` arrays. With
+        """Squared L2 distances (:meth:`exact_distances`) and entry indices of the ``m``
+        nearest entries per query, nearest first (ties: lower index first): two
+        ``(T, min(m, size))`` arrays, float64 and int64. With
         ``mask`` (``(T, size)`` bool, e.g. :meth:`class_mask`) only the entries where
         ``mask[t]`` are searched for query ``t``; rows with fewer are padded with index -1
         and distance inf."""
@@ -274,8 +306,8 @@ class Datastore:
     def mixed_nearest(self, queries: np.ndarray, m: int, n_match: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The "mixed" candidates of each query: its ``n_match`` nearest entries where
         ``mask[t]``, then its nearest other entries up to ``m`` in all; ``(T, min(m, size))``
-        distances and indices, nearest first (ties: lower index first). One distance matrix
-        serves both searches.
+        distances (:meth:`exact_distances`) and indices, nearest first (ties: lower index
+        first). One distance matrix serves both searches.
 
         >>> store = Datastore([SentenceRecord(0, 0, 0, 1, "s")],
         ...     [CachedSentence(np.arange(3), np.zeros((3, 2), np.int64), np.array([[0.], [1.], [5.]]))], [np.array([0, 0, 1])])
@@ -305,11 +337,14 @@ class Datastore:
         ``pieces[t]``): its :meth:`mixed_nearest` candidates, i.e. its ``n_match``
         nearest entries of that class, then its nearest other entries up to
         ``min(m, size)`` in all (``n_match=0``: its :meth:`nearest` entries), as squared
-        distances and indices, nearest first (ties: lower index first); and, as
-        ``(T, n_sentences)`` bool, whether each sentence holds an entry of the class
-        (:meth:`sentences_holding`). Distances are those of :meth:`nearest`; the order
-        is exact for any number of ties (a compiled scan keeps each top list sorted by
-        (distance, index)), and no ``(T, size)`` class mask is built.
+        distances (float64, :meth:`exact_distances`) and indices, nearest first (ties:
+        lower index first); and, as ``(T, n_sentences)`` bool, whether each sentence
+        holds an entry of the class (:meth:`sentences_holding`). No ``(T, size)`` class
+        mask is built. The result depends on the queries' and keys' bits alone, not on
+        :attr:`rows_per_block` or thread counts: the float32 matrix product only bounds
+        the distances (:func:`_preselect_margin`), the candidates it cannot rule out are
+        measured in float64 in a fixed order, and a compiled scan keeps each top list
+        sorted by (distance, index) for any number of ties.
 
         >>> store = Datastore([SentenceRecord(0, 0, 0, 1, "s")],
         ...     [CachedSentence(np.arange(3), np.zeros((3, 2), np.int64), np.array([[0.], [1.], [5.]]))], [np.array([0, 0, 1])])
@@ -327,79 +362,96 @@ class Datastore:
             raise ValueError(f"pieces must have one entry per query ({t_rows}), got shape {use_piece.shape}")
         m = min(m, self.size)
         n_match = max(0, min(n_match, m))
-        d_out = np.zeros((t_rows, m), dtype=np.float32)
+        d_out = np.zeros((t_rows, m), dtype=np.float64)
         i_out = np.zeros((t_rows, m), dtype=np.int64)
         carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
         if not self.size or not t_rows:
             return d_out, i_out, carries
+        self._check_queries(q)
         q_norms = np.einsum("td,td->t", q, q)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
             # |k|^2 - 2 q.k; the scan adds |q|^2, reads each entry's representative's
-            # column and clips at 0 as it goes: the values of _distances, without the copies.
+            # column and clips at 0 as it goes, and bounds the float64 distance from it.
             partial = self._partial_distances(q[a:b])
             scan = _scan_rows if partial.size >= _PARALLEL_CELLS else _scan_rows_serial
-            scan(partial, q_norms[a:b], self._representative, self.token_class, self.piece_class, self.sentence_of,
-                 classes[a:b], use_piece[a:b], n_match, d_out[a:b], i_out[a:b], carries[a:b])
+            scan(partial, q_norms[a:b], q[a:b], self.keys, self._key_margin, self._rel, self._representative,
+                 self.token_class, self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], n_match,
+                 d_out[a:b], i_out[a:b], carries[a:b])
         return d_out, i_out, carries
+
+    def _check_queries(self, q: np.ndarray) -> None:
+        """Refuse queries the compiled scans cannot bound (a NaN or inf) or index (width)."""
+        if q.ndim != 2 or q.shape[1] != self.keys.shape[1]:
+            raise ValueError(f"queries must have shape (T, {self.keys.shape[1]}), got {q.shape}")
+        if not np.isfinite(q).all():
+            raise ValueError("queries must be finite (as float32)")
+
+    def exact_distances(self, queries: np.ndarray) -> np.ndarray:
+        """``(len(queries), size)`` float64: the squared distance of each query (as float32)
+        to each entry's key, ``sum_i (q_i - k_i)^2`` in float64 in one fixed order
+        (:func:`_exact_d2`), the distances every search orders by. A function of the two
+        vectors' bits alone (no BLAS), so equal keys tie exactly (entries that share a
+        prefix share their key, :func:`_share_prefix_keys`)."""
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        out = np.empty((q.shape[0], self.size), dtype=np.float64)
+        if out.size:
+            _exact_rows(q, self.keys, out)
+        return out
 
     def _partial_distances(self, q: np.ndarray) -> np.ndarray:
         """``|k|^2 - 2 q.k`` for queries ``q`` (float32) and every entry: one matrix product
-        against the cached key norms (float32, like faiss's flat index)."""
+        against the cached key norms (float32, like faiss's flat index). Its rounding
+        differs with the block of queries and the BLAS's threads; the searches only use it
+        within :func:`_preselect_margin`, which assumes IEEE float32 arithmetic: where
+        torch was told it may multiply float32 matrices in a lower precision (bfloat16 or
+        TF32), numpy's float32 product is used instead."""
+        if not _torch_matmul_is_ieee():
+            out = q @ self.keys.T
+            out *= np.float32(-2.0)
+            out += self._norms
+            return out
         with torch.inference_mode():
             return torch.addmm(
                 torch.from_numpy(self._norms)[None, :], torch.from_numpy(q), torch.from_numpy(self.keys).T, alpha=-2.0
             ).numpy()
 
-    def _distances(self, q: np.ndarray) -> np.ndarray:
-        """``(len(q), size)`` float32 squared distances of queries ``q`` (float32) to every
-        entry: ``|q|^2 + |k|^2 - 2 q.k``, each entry taking its representative's value (so
-        equal keys tie exactly), clipped at 0."""
-        d2 = self._partial_distances(q)[:, self._representative]
-        d2 += np.einsum("td,td->t", q, q)[:, None]
-        np.maximum(d2, 0.0, out=d2)
-        return d2
-
     def _search(self, queries: np.ndarray, requests: list[tuple[int, np.ndarray | None]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each request ``(m, mask)``, :meth:`nearest` with that ``m`` and ``mask``,
-        from one distance matrix: ``|q|^2 + |k|^2 - 2 q.k``, one matrix product per block
-        of queries against cached key norms (float32, like faiss's flat index).
-
-        Entries with equal keys (every sentence-initial token has the BOS state's key,
-        :func:`_share_prefix_keys`) take the distance of one representative, so rounding
-        cannot order them, and equal distances are ordered by entry index: the order of a
-        game's players never depends on rounding. A search over all entries takes
-        ``_SLACK`` more entries than asked before that ordering (so ties at the cut are
-        kept up to that many); a masked search orders all the entries its mask allows.
+        from one float32 distance matrix per block of queries, which only pre-selects
+        (:func:`_preselect_margin`): the entries it cannot rule out are measured exactly
+        (:meth:`exact_distances`) and ordered by (distance, index), so ties (every
+        sentence-initial token has the BOS state's key, :func:`_share_prefix_keys`) go to
+        the lower index, however many, and nothing depends on the product's rounding.
         """
         q = np.ascontiguousarray(queries, dtype=np.float32)
         t_rows = q.shape[0]
         out = [
-            (np.full((t_rows, min(m, self.size)), np.inf, np.float32), np.full((t_rows, min(m, self.size)), -1, np.int64))
+            (np.full((t_rows, min(m, self.size)), np.inf, np.float64), np.full((t_rows, min(m, self.size)), -1, np.int64))
             for m, _ in requests
         ]
         if not self.size or not t_rows or not any(min(m, self.size) for m, _ in requests):
             return out
+        self._check_queries(q)
+        masks = []
+        for _, mask in requests:
+            if mask is not None:
+                mask = np.ascontiguousarray(mask, dtype=bool)
+                if mask.shape != (t_rows, self.size):
+                    raise ValueError(f"mask must have shape {(t_rows, self.size)}, got {mask.shape}")
+            masks.append(mask)
+        q_norms = np.einsum("td,td->t", q, q)
+        no_mask = np.zeros((t_rows, 0), dtype=bool)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
-            d2 = self._distances(q[a:b])
-            for (m, mask), (d_out, i_out) in zip(requests, out):
-                if d_out.shape[1] == 0:
-                    continue
-                if mask is None:
-                    width = min(m + _SLACK, self.size)
-                    cols = torch.topk(torch.from_numpy(d2), width, dim=1, largest=False, sorted=False).indices.numpy()
-                    dist = np.take_along_axis(d2, cols, axis=1)
-                else:
-                    dist, cols = _masked_rows(d2, mask[a:b])
-                order = np.lexsort((cols, dist), axis=-1)[:, : d_out.shape[1]]
-                width = order.shape[1]
-                d_out[a:b, :width] = np.take_along_axis(dist, order, axis=1)
-                i_out[a:b, :width] = np.take_along_axis(cols, order, axis=1)
-        for d_out, i_out in out:
-            i_out[np.isinf(d_out)] = -1
+            partial = self._partial_distances(q[a:b])
+            select = _select_rows if partial.size >= _PARALLEL_CELLS else _select_rows_serial
+            for mask, (d_out, i_out) in zip(masks, out):
+                if d_out.shape[1]:
+                    select(partial, q_norms[a:b], q[a:b], self.keys, self._key_margin, self._rel, self._representative,
+                           (no_mask if mask is None else mask)[a:b], mask is not None, d_out[a:b], i_out[a:b])
         return out
 
     def members_of_class(self, cls: int, piece: bool = False) -> np.ndarray:
@@ -472,16 +524,17 @@ class Datastore:
         return self.nearest(queries, m, self.class_mask(classes, pieces))
 
 
-def _masked_rows(d2: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The entries ``mask`` allows in each row of ``d2``, as two ``(rows, most allowed)``
-    arrays of distances and entry indices, padded with distance inf."""
-    rows, cols = np.nonzero(mask)  # row by row
-    width = int(np.bincount(rows, minlength=d2.shape[0]).max(initial=0)) if len(rows) else 0
-    dist = np.full((d2.shape[0], max(width, 1)), np.inf, dtype=d2.dtype)
-    index = np.full(dist.shape, d2.shape[1], dtype=np.int64)
-    at = np.arange(len(rows)) - np.searchsorted(rows, rows)  # position within its row
-    dist[rows, at], index[rows, at] = d2[rows, cols], cols
-    return dist, index
+def _torch_matmul_is_ieee() -> bool:
+    """Whether torch multiplies float32 CPU matrices in float32, its default: not after
+    ``torch.set_float32_matmul_precision("high" or "medium")`` or with oneDNN's
+    ``fp32_precision`` set to bf16 or tf32 (which raises in the legacy getter)."""
+    try:
+        precision = getattr(getattr(getattr(torch.backends, "mkldnn", None), "matmul", None), "fp32_precision", None)
+        if precision is not None and precision not in ("ieee", "none"):
+            return False
+        return torch.get_float32_matmul_precision() == "highest"
+    except Exception:
+        return False
 
 
 def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -520,10 +573,60 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
     return representative
 
 
-# Distance-matrix cells (queries x entries) above which game_candidates scans rows on
-# numba's threads. Measured in place (attribute() right after the encoder pass, 2 cores):
-# threads cost +0.3 ms at 90 x 1k-4k cells and saved 1.6 ms at 90 x 16k (~3 ns a cell).
+# Distance-matrix cells (queries x entries) above which the searches scan rows on numba's
+# threads. Measured in place (attribute() right after the encoder pass, 2 cores): threads
+# cost +0.3 ms at 90 x 1k-4k cells and saved 1.6 ms at 90 x 16k (~3 ns a cell).
 _PARALLEL_CELLS = 1 << 20
+
+
+@numba.njit(cache=True, nogil=True)
+def _exact_d2(q, key):
+    """``sum_i (q_i - k_i)^2`` of two float32 vectors in float64, in one fixed order: eight
+    interleaved partial sums (``i mod 8``) added as a fixed tree, then the tail. numba
+    compiles without fastmath, so LLVM may not reassociate or contract it (it may put the
+    eight sums in one vector register, which adds lane by lane alike): for the same two
+    vectors, the same bits in every compiled variant, thread and block of queries."""
+    n = q.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    s6 = 0.0
+    s7 = 0.0
+    i = 0
+    while i + 8 <= n:
+        t0 = np.float64(q[i]) - np.float64(key[i])
+        t1 = np.float64(q[i + 1]) - np.float64(key[i + 1])
+        t2 = np.float64(q[i + 2]) - np.float64(key[i + 2])
+        t3 = np.float64(q[i + 3]) - np.float64(key[i + 3])
+        t4 = np.float64(q[i + 4]) - np.float64(key[i + 4])
+        t5 = np.float64(q[i + 5]) - np.float64(key[i + 5])
+        t6 = np.float64(q[i + 6]) - np.float64(key[i + 6])
+        t7 = np.float64(q[i + 7]) - np.float64(key[i + 7])
+        s0 += t0 * t0
+        s1 += t1 * t1
+        s2 += t2 * t2
+        s3 += t3 * t3
+        s4 += t4 * t4
+        s5 += t5 * t5
+        s6 += t6 * t6
+        s7 += t7 * t7
+        i += 8
+    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while i < n:
+        t = np.float64(q[i]) - np.float64(key[i])
+        s += t * t
+        i += 1
+    return s
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _exact_rows(q, keys, out):
+    for t in numba.prange(q.shape[0]):
+        for j in range(keys.shape[0]):
+            out[t, j] = _exact_d2(q[t], keys[j])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -545,35 +648,91 @@ def _insert(dist, index, n, d, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_row(partial, q_norm, representative, token_class, piece_class, sentence_of, cls, use_piece, n_match, d_out, i_out,
-              carries):
+def _insert_value(vals, n, v):
+    """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
+    returns the new length."""
+    cap = vals.shape[0]
+    if n == cap and not v < vals[n - 1]:
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and v < vals[p - 1]:
+        vals[p] = vals[p - 1]
+        p -= 1
+    vals[p] = v
+    return n + 1 if n < cap else n
+
+
+# Why the pre-selection is exact (both scans below). From the float32 row, ``d`` (|q|^2
+# added in float64, clipped at 0) bounds entry j's float64 distance x_j (_exact_d2) to
+# [lo_j, hi_j] = [d - e_j, d + e_j] (_preselect_margin). A list of capacity c keeps the c
+# smallest upper bounds; its largest, the cut, is at least the c-th smallest x (c entries
+# have x <= their hi <= cut). Every entry among the c nearest in (x, index) order, ties at
+# the c-th included, has x at most the c-th smallest, so lo <= x <= cut. The cut only
+# falls during the pass, so the entries kept as they come (lo at most the cut so far)
+# include them all; those still under the final cut are measured exactly and inserted,
+# by ascending index, into a list sorted by (x, index): the c nearest, whatever the
+# float32 rounding was. (A NaN bound keeps its entry: only finite bounds rule one out.)
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
+              use_piece, n_match, d_out, i_out, carries):
     m = d_out.shape[0]
-    zero = np.float32(0.0)
-    near_d = np.empty(m, np.float32)
+    n_entries = partial.shape[0]
+    classes = piece_class if use_piece else token_class
+    qn = np.float64(q_norm)
+    q_margin = rel * qn
+    near_hi = np.empty(m)
+    match_hi = np.empty(max(n_match, 1))
+    n_near_hi = 0
+    n_match_hi = 0
+    near_cut = np.inf if m > 0 else -np.inf  # -inf: no list, nothing kept for it
+    match_cut = np.inf if n_match > 0 else -np.inf
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    n_kept = 0
+    for j in range(n_entries):
+        d = np.float64(partial[representative[j]]) + qn
+        if d < 0.0:
+            d = 0.0
+        e = q_margin + key_margin[j]
+        lo = d - e
+        same = classes[j] == cls
+        if same:
+            carries[sentence_of[j]] = True
+            if lo > near_cut and lo > match_cut:
+                continue
+        elif lo > near_cut:
+            continue  # most entries: too far to be a player
+        kept[n_kept] = j
+        kept_lo[n_kept] = lo
+        n_kept += 1
+        hi = d + e
+        if hi < near_cut:
+            n_near_hi = _insert_value(near_hi, n_near_hi, hi)
+            if n_near_hi == m:
+                near_cut = near_hi[m - 1]
+        if same and hi < match_cut:
+            n_match_hi = _insert_value(match_hi, n_match_hi, hi)
+            if n_match_hi == n_match:
+                match_cut = match_hi[n_match - 1]
+    near_d = np.empty(m)
     near_i = np.empty(m, np.int64)
-    match_d = np.empty(max(n_match, 1), np.float32)
+    match_d = np.empty(max(n_match, 1))
     match_i = np.empty(max(n_match, 1), np.int64)
     n_near = 0
     n_same = 0
-    # The worst distance each full list still holds (inf until full): most entries are
-    # farther and cost one comparison.
-    near_worst = np.float32(np.inf)
-    match_worst = np.float32(np.inf)
-    classes = piece_class if use_piece else token_class
-    for j in range(partial.shape[0]):
-        d = partial[representative[j]] + q_norm  # float32, as numpy adds them
-        if d < zero:
-            d = zero
-        if classes[j] == cls:
-            carries[sentence_of[j]] = True
-            if n_match > 0 and (n_same < n_match or d < match_worst):
-                n_same = _insert(match_d, match_i, n_same, d, j)
-                if n_same == n_match:
-                    match_worst = match_d[n_match - 1]
-        if n_near < m or d < near_worst:
-            n_near = _insert(near_d, near_i, n_near, d, j)
-            if n_near == m:
-                near_worst = near_d[m - 1]
+    for c in range(n_kept):
+        j = kept[c]
+        lo = kept_lo[c]
+        in_near = not lo > near_cut
+        in_match = n_match > 0 and not lo > match_cut and classes[j] == cls
+        if in_near or in_match:
+            x = _exact_d2(q, keys[j])
+            if in_match:
+                n_same = _insert(match_d, match_i, n_same, x, j)
+            if in_near:
+                n_near = _insert(near_d, near_i, n_near, x, j)
     # The matched players, then the nearest others until there are m (the m nearest are
     # m distinct entries, so there always are), all in (distance, index) order.
     n = 0
@@ -599,19 +758,72 @@ def _scan_row(partial, q_norm, representative, token_class, piece_class, sentenc
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _scan_rows(partial, q_norms, representative, token_class, piece_class, sentence_of, classes, use_piece, n_match, d_out,
-               i_out, carries):
+def _scan_rows(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of,
+               classes, use_piece, n_match, d_out, i_out, carries):
     for t in numba.prange(partial.shape[0]):
-        _scan_row(partial[t], q_norms[t], representative, token_class, piece_class, sentence_of, classes[t], use_piece[t],
-                  n_match, d_out[t], i_out[t], carries[t])
+        _scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
+                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_rows_serial(partial, q_norms, representative, token_class, piece_class, sentence_of, classes, use_piece, n_match,
-                      d_out, i_out, carries):
+def _scan_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class,
+                      sentence_of, classes, use_piece, n_match, d_out, i_out, carries):
     for t in range(partial.shape[0]):
-        _scan_row(partial[t], q_norms[t], representative, token_class, piece_class, sentence_of, classes[t], use_piece[t],
-                  n_match, d_out[t], i_out[t], carries[t])
+        _scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
+                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _select_row(partial, q_norm, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    """The ``len(d_out)`` nearest entries (among those ``allowed`` with ``use_mask``) in
+    (distance, index) order into ``d_out, i_out`` (the caller pads the rest)."""
+    w = d_out.shape[0]
+    n_entries = partial.shape[0]
+    qn = np.float64(q_norm)
+    q_margin = rel * qn
+    hi_list = np.empty(w)
+    n_hi = 0
+    cut = np.inf
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    n_kept = 0
+    for j in range(n_entries):
+        if use_mask and not allowed[j]:
+            continue
+        d = np.float64(partial[representative[j]]) + qn
+        if d < 0.0:
+            d = 0.0
+        e = q_margin + key_margin[j]
+        lo = d - e
+        if lo > cut:
+            continue
+        kept[n_kept] = j
+        kept_lo[n_kept] = lo
+        n_kept += 1
+        hi = d + e
+        if hi < cut:
+            n_hi = _insert_value(hi_list, n_hi, hi)
+            if n_hi == w:
+                cut = hi_list[w - 1]
+    n = 0
+    for c in range(n_kept):
+        if not kept_lo[c] > cut:
+            j = kept[c]
+            n = _insert(d_out, i_out, n, _exact_d2(q, keys[j]), j)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _select_rows(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    for t in numba.prange(partial.shape[0]):
+        _select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
+                    d_out[t], i_out[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def _select_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    for t in range(partial.shape[0]):
+        _select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
+                    d_out[t], i_out[t])
 
 
 @numba.njit(cache=True, nogil=True)
