@@ -848,7 +848,9 @@ class TokenShapley:
         self.encoder = CausalLMEncoder(self.loaded, layer)
         # The model's dtype, read once (``model.dtype`` walks the parameters on every call).
         self._dtype_name = str(self.loaded.model.dtype).removeprefix("torch.")
-        self.cache = SentenceCache(os.path.join(cache_root, "datastore") if use_disk_cache else None)
+        self.cache = SentenceCache(
+            os.path.join(cache_root, "datastore") if use_disk_cache else None, width=self.loaded.hidden_size
+        )
         limit = self.encoder.max_length - 1  # one position goes to the BOS that starts a sentence
         self.max_sentence_tokens = min(max_sentence_tokens or limit, limit)
         self._class_of_id: dict[int, int] = {}
