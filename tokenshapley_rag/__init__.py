@@ -3,7 +3,14 @@
 from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
 from tokenshapley_rag._render import render_html, render_markdown
 from tokenshapley_rag._stream import AttributionStream
-from tokenshapley_rag._types import KeywordCitation, SentenceCitations, SentenceScore, Source, SourceAttribution
+from tokenshapley_rag._types import (
+    KeywordCitation,
+    SentenceCitations,
+    SentenceScore,
+    SentenceVerdict,
+    Source,
+    SourceAttribution,
+)
 from tokenshapley_rag.errors import (
     DuplicateSourceIdError,
     EmptyTextError,
@@ -36,6 +43,7 @@ __all__ = [
     "ModelLoadError",
     "ModelNotFoundError",
     "SentenceCitations",
+    "SentenceVerdict",
     "SentenceScore",
     "Source",
     "SourceAttribution",

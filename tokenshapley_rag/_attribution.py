@@ -21,7 +21,17 @@ from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
-from tokenshapley_rag._types import KeywordCitation, SentenceScore, Source, SourceAttribution
+from tokenshapley_rag._support import (
+    VALUE_KINDS,
+    SentenceFacts,
+    holding_mask,
+    is_name,
+    keyword_facts,
+    keyword_status,
+    sentence_facts,
+    sentence_verdict,
+)
+from tokenshapley_rag._types import KeywordCitation, SentenceScore, SentenceVerdict, Source, SourceAttribution
 from tokenshapley_rag.errors import (
     DuplicateSourceIdError,
     EmptyTextError,
@@ -560,6 +570,7 @@ class AttributionResult:
     sentence_scores: list[SentenceScore]
     tokens: TokenScores
     config: dict[str, Any] = field(default_factory=dict)
+    sentences: list[SentenceVerdict] = field(default_factory=list)
 
     @functools.cached_property
     def _sentence_texts(self) -> SentenceTexts:
@@ -648,6 +659,7 @@ class AttributionResult:
             "response": self.response,
             "sources": [{"id": s.id, "text": s.text, "metadata": dict(s.metadata)} for s in self.sources],
             "citations": [c.to_dict() for c in self.citations],
+            "sentences": [v.to_dict() for v in self.sentences],
             "support": self.support,
             "source_scores": {k: float(v) for k, v in self.source_scores.items()},
             "sentence_scores": [s.to_dict() for s in self.sentence_scores],
@@ -776,7 +788,7 @@ class TokenShapley:
         context_weight: float = 1.0,
         context_scale: float = 16.0,
         verbatim: bool = True,
-        support_threshold: float = 0.0,
+        support_threshold: float | None = None,
         device: str = "cpu",
         dtype: str | Any = "float32",
         cache_dir: str | os.PathLike | None = None,
@@ -804,7 +816,13 @@ class TokenShapley:
         self.verbatim = verbatim
         self.k, self.m, self.gamma = k, m, gamma
         self.match, self.candidates = match, candidates
-        self.support_threshold = float(support_threshold)
+        if support_threshold is not None and (
+            isinstance(support_threshold, bool)
+            or not isinstance(support_threshold, (int, float))
+            or not np.isfinite(support_threshold)
+        ):
+            raise InvalidInputError(f"support_threshold must be a finite number or None, got {support_threshold!r}")
+        self.support_threshold = None if support_threshold is None else float(support_threshold)
         if max_sentence_tokens is not None and (
             isinstance(max_sentence_tokens, bool) or not isinstance(max_sentence_tokens, int) or max_sentence_tokens < 1
         ):
@@ -824,6 +842,7 @@ class TokenShapley:
         # take the same id for two different texts (that would make unrelated tokens match).
         self._class_lock = threading.Lock()
         self._classes_of_sentence = _Memo(self.cache.memory_items)  # text -> (classes, pieces)
+        self._facts_of_sentence = _Memo(self.cache.memory_items)  # text -> SentenceFacts
         self._splits_of_source = _Memo(self.cache.memory_items)  # source text -> sentence spans
         self._datastores = _Memo(_DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
 
@@ -972,6 +991,14 @@ class TokenShapley:
             self._classes_of_sentence.put(text, classes)
         return classes
 
+    def _sentence_facts(self, text: str) -> SentenceFacts:
+        """:func:`sentence_facts` of a source sentence, remembered per text."""
+        facts = self._facts_of_sentence.get(text)
+        if facts is None:
+            facts = sentence_facts(text)
+            self._facts_of_sentence.put(text, facts)
+        return facts
+
     def _datastore_for(self, sources: list[Source]) -> Datastore:
         """:meth:`build_datastore`, remembered for the last few source lists: the same
         retrieved chunks attributed again (another answer, a stream, a retry) skip the
@@ -1084,7 +1111,8 @@ class TokenShapley:
     ) -> AttributionResult:
         keywords = find_keywords(response)
         token_kw = _assign_tokens(resp.offsets, keywords)
-        answer_sentence = _assign_sentences(resp.offsets, split_sentences(response))
+        answer_spans = split_sentences(response)
+        answer_sentence = _assign_sentences(resp.offsets, answer_spans)
         n_sent = len(store.sentences)
         sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
         # Each keyword's tokens: token_kw grouped by keyword (ascending token order within).
@@ -1095,6 +1123,16 @@ class TokenShapley:
             for ki, kw in enumerate(keywords)
             if kw.citable and bounds[ki + 1] > bounds[ki]
         ]
+        # The match rule on facts (docs/method.md §8): which sentences hold each keyword's
+        # value (numbers by value, dates by their parts, names by their words, other words
+        # by stem).
+        facts = [self._sentence_facts(r.text) for r in store.sentences]
+        cited = [(Keyword(kw.start, kw.end, kw.text, "name") if kw.kind == "word" and is_name(kw.text, facts) else kw, m)
+                 for kw, m in cited]
+        kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
+        held = (
+            np.array([holding_mask(kf, facts, sentence_source) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
+        )
         # Ranked by each keyword's game in its answer context; support is judged on the
         # keyword's own tokens only, so context cannot make an invented keyword supported.
         verbatim = sentence_texts = None
@@ -1102,6 +1140,12 @@ class TokenShapley:
             sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
             verbatim = store.sentences_with_sequences([classes[members] for _, members in cited])
             verbatim |= sentence_texts.holding_many([kw.text for kw, _ in cited])
+            for r, (kw, _) in enumerate(cited):
+                # A number, date or name plays among the sentences holding its value: the
+                # verbatim holders among them when any, else all of them.
+                if kw.kind in VALUE_KINDS and held[r].any():
+                    both = verbatim[r] & held[r]
+                    verbatim[r] = both if both.any() else held[r]
         per_sentence, own, holds = span_games(
             scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
             self.context_weight, self.context_scale, verbatim,
@@ -1110,21 +1154,44 @@ class TokenShapley:
                 for found, (kw, _) in zip(verbatim.any(axis=1).tolist(), cited)
             ],
         )
-        best_own = own.max(axis=1) if n_sent else np.zeros(len(cited))
-        ranked = _rank_sources(sources, store.sentences, sentence_source, per_sentence, holds)
+        statuses, allowed, rivals = self._statuses(
+            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_source, facts, len(sources)
+        )
+        # A keyword is ranked among the sources it may be cited by (a source's score sums
+        # all its sentences, as in span_scores), quoted by a sentence that holds it.
+        citable = np.zeros((len(cited), len(sources)), dtype=bool)
+        rows, cols = np.nonzero(allowed)
+        citable[rows, sentence_source[cols]] = True
+        ranked = _rank_sources(
+            sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
+            holds & allowed,
+        )
         citations: list[KeywordCitation] = []
         for r, (kw, members) in enumerate(cited):
-            support = float(best_own[r]) / len(members)
+            status = statuses[r]
+            support = float(own[r][allowed[r]].max()) / len(members) if allowed[r].any() else 0.0
+            if status == "supported" and self.support_threshold is not None and support <= self.support_threshold:
+                status = "unsupported"
+            cited_by: tuple[SourceAttribution, ...] = ()
+            if status == "supported":
+                cited_by = ranked[r] or _fallback_citation(sources, store.sentences, own[r], allowed[r])
+            conflict = (
+                _source_attribution(sources, store.sentences[rivals[r]], 0.0) if rivals[r] >= 0 else None
+            )
             citations.append(
                 KeywordCitation(
                     text=kw.text,
                     start=kw.start,
                     end=kw.end,
-                    sources=ranked[r],
-                    supported=support > self.support_threshold,
+                    sources=cited_by,
+                    supported=status == "supported",
                     support=support,
+                    status=status,
+                    kind=kw.kind,
+                    conflict=conflict,
                 )
             )
+        verdicts = _sentence_verdicts(response, answer_spans, citations)
         totals = scores.sum(axis=0) if n_sent else np.zeros(0)
         keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
         source_scores = {s.id: 0.0 for s in sources}
@@ -1154,10 +1221,104 @@ class TokenShapley:
             sentence_scores=sentence_scores,
             tokens=tokens,
             config=self.config,
+            sentences=verdicts,
         )
         if sentence_texts is not None:
             result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
         return result
+
+
+    def _statuses(
+        self,
+        cited: list[tuple[Keyword, np.ndarray]],
+        kfacts: list[Any],
+        held: np.ndarray,
+        scores: np.ndarray,
+        answer_sentence: np.ndarray,
+        answer_spans: list[tuple[int, int]],
+        response: str,
+        sentence_source: np.ndarray,
+        facts: list[SentenceFacts],
+        n_sources: int,
+    ) -> tuple[list[str], np.ndarray, list[int]]:
+        """Each keyword's status, the sentences it may be cited by, and its conflicting
+        sentence (-1: none): :func:`keyword_status` with the predicate game's values."""
+        n_kw, n_sent = held.shape
+        if n_kw == 0:
+            return [], held.copy(), []
+        if n_sent == 0:
+            return ["unsupported"] * n_kw, held.copy(), [-1] * n_kw
+        # The predicate game: the context game of each keyword's answer sentence over the
+        # tokens of no number, date or name keyword (what is said of the subject), whose
+        # exact Shapley values are `weights @ scores` (linearity).
+        weights = _context_weight_rows(answer_sentence, [m for _, m in cited], 1.0, self.context_scale)
+        value_tokens = np.concatenate(
+            [m for kw, m in cited if kw.kind in VALUE_KINDS] or [np.zeros(0, dtype=np.int64)]
+        )
+        weights[:, value_tokens] = 0.0
+        for r, (_, members) in enumerate(cited):
+            weights[r, members] = 0.0
+        predicate = weights @ scores
+        # The subject of each answer sentence: its first name keyword.
+        kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
+        subject: dict[int, int] = {}
+        for r, (kw, _) in enumerate(cited):
+            if kw.kind == "name":
+                subject.setdefault(kw_sentence[r], r)
+        answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
+        statuses: list[str] = []
+        allowed = np.zeros_like(held)
+        rivals: list[int] = []
+        for r in range(n_kw):
+            anchor = subject.get(kw_sentence[r], r)
+            subject_sources = None
+            if anchor != r and held[anchor].any():
+                subject_sources = np.zeros(n_sources, dtype=bool)
+                subject_sources[sentence_source[held[anchor]]] = True
+            status, ok, rival = keyword_status(
+                kfacts[r], held[r], subject_sources, predicate[r], sentence_source, facts,
+                answer_facts.get(kw_sentence[r]) or sentence_facts(""),
+            )
+            statuses.append(status)
+            allowed[r] = ok
+            rivals.append(rival)
+        return statuses, allowed, rivals
+
+
+def _fallback_citation(
+    sources: list[Source], records: list[SentenceRecord], own: np.ndarray, allowed: np.ndarray
+) -> tuple[SourceAttribution, ...]:
+    """A supported keyword whose game gives no source a positive score is cited by the
+    holding sentence with the best own score (it holds the keyword's value)."""
+    j = int(np.flatnonzero(allowed)[np.argmax(own[allowed])])
+    return (_source_attribution(sources, records[j], float(own[j])),)
+
+
+def _sentence_verdicts(
+    response: str, spans: list[tuple[int, int]], citations: list[KeywordCitation]
+) -> list[SentenceVerdict]:
+    """Each answer sentence's verdict from its keywords (:func:`sentence_verdict`) and its
+    score: the mean over its keywords of 0.5 + 0.5 * clip(support, 0, 1) when supported,
+    0 when unsupported and -1 when contradicted (1.0 for a sentence with no keyword)."""
+    out = []
+    for i, (a, b) in enumerate(spans):
+        inside = [c for c in citations if a <= c.start < b]
+        values = [
+            0.5 + 0.5 * min(max(c.support, 0.0), 1.0) if c.status == "supported" else (-1.0 if c.status == "contradicted" else 0.0)
+            for c in inside
+        ]
+        out.append(
+            SentenceVerdict(
+                index=i,
+                start=a,
+                end=b,
+                text=response[a:b],
+                verdict=sentence_verdict([c.status for c in inside]),
+                score=float(np.mean(values)) if values else 1.0,
+                n_keywords=len(inside),
+            )
+        )
+    return out
 
 
 _DTYPES = ("float32", "bfloat16", "float16")

@@ -33,26 +33,32 @@ def _quote(text: str) -> str:
 
 
 def render_markdown(result: AttributionResult) -> str:
-    """The answer with ``[^n]`` after each supported keyword (its best source sentence)
-    and ``[^?]`` after unsupported ones, then the footnotes quoting the sentences.
+    """The answer with ``[^n]`` after each supported keyword (its best source sentence),
+    ``[^xk]`` after contradicted ones (the contradicting sentence) and ``[^?]`` after
+    unsupported ones, then the footnotes quoting the sentences and a list of the answer
+    sentences that are not fully supported, with their verdicts.
 
     Consecutive keywords citing the same sentence share one marker, placed after the last
     of them, so a sentence-long quote gets one footnote, not ten.
     """
     notes = _footnotes(result)
     numbers = {key: n for key, (n, _) in notes.items()}
+    conflicts = _conflicts(result)
     text = result.response
     inserts: list[tuple[int, str]] = []
     cites = sorted(result.citations, key=lambda c: c.start)
     for i, c in enumerate(cites):
         if c.supported and c.best is not None:
             marker = f"[^{numbers[(c.best.source_id, c.best.sentence_index)]}]"
+        elif c.status == "contradicted" and c.conflict is not None:
+            marker = f"[^x{conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]}]"
         else:
             marker = "[^?]"
         nxt = cites[i + 1] if i + 1 < len(cites) else None
         if nxt is not None:
             same = (
-                nxt.supported == c.supported
+                nxt.status == c.status
+                and c.status != "contradicted"
                 and (nxt.best is None) == (c.best is None)
                 and (c.best is None or (nxt.best.source_id, nxt.best.sentence_index) == (c.best.source_id, c.best.sentence_index))
                 and not any(ch in ".!?\n" for ch in text[c.end : nxt.start])
@@ -70,9 +76,33 @@ def render_markdown(result: AttributionResult) -> str:
     lines = ["".join(out), ""]
     for n, sent in notes.values():
         lines.append(f'[^{n}]: Source {sent.source_id}: "{_quote(sent.sentence)}"')
-    if any(not c.supported for c in cites):
+    for n, sent in conflicts.values():
+        lines.append(f'[^x{n}]: Contradicted by source {sent.source_id}: "{_quote(sent.sentence)}"')
+    if any(c.status == "unsupported" for c in cites):
         lines.append("[^?]: Not supported by any source.")
+    checks = [v for v in result.sentences if v.verdict != "supported"]
+    if checks:
+        lines.append("")
+        for v in checks:
+            lines.append(f'- Sentence {v.index + 1} is {_VERDICT_WORDS[v.verdict]}: "{_quote(v.text)}"')
     return "\n".join(lines).rstrip() + "\n"
+
+
+_VERDICT_WORDS = {
+    "supported": "supported",
+    "partly": "partly supported",
+    "unsupported": "not supported",
+    "contradicted": "contradicted by a source",
+}
+
+
+def _conflicts(result: AttributionResult) -> dict[tuple[str, int], tuple[int, SourceAttribution]]:
+    """Each contradicting (source id, sentence index), numbered by first appearance."""
+    out: dict[tuple[str, int], tuple[int, SourceAttribution]] = {}
+    for c in sorted(result.citations, key=lambda c: c.start):
+        if c.status == "contradicted" and c.conflict is not None:
+            out.setdefault((c.conflict.source_id, c.conflict.sentence_index), (len(out) + 1, c.conflict))
+    return out
 
 
 _CSS = """
@@ -82,6 +112,11 @@ body{font:16px/1.6 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding
 .kw.unsupported{background:#fff1e6;border-bottom:2px dashed #c0392b}
 .kw sup{color:#3a6fd8;font-size:.7em;margin-left:1px}
 .kw.unsupported sup{color:#c0392b}
+.kw.contradicted{background:#ffe6e6;border-bottom:2px solid #a00000}
+.kw.contradicted sup{color:#a00000}
+.verdict{font-size:.7em;border-radius:3px;padding:0 .3em;margin-left:.3em;vertical-align:super}
+.verdict.partly{background:#fff1e6;color:#8a4b00}.verdict.unsupported{background:#fff1e6;color:#c0392b}
+.verdict.contradicted{background:#ffe6e6;color:#a00000}
 .card{display:none;position:absolute;left:0;top:1.6em;z-index:10;width:26rem;max-width:80vw;background:#fff;
  border:1px solid #bbb;border-radius:6px;box-shadow:0 4px 14px rgba(0,0,0,.15);padding:.6rem .8rem;
  font-size:.9rem;line-height:1.4;white-space:normal;color:#222}
@@ -118,12 +153,26 @@ def _highlight(sentence: str, keyword: str) -> str:
 def render_html(result: AttributionResult, *, title: str = "Answer with citations") -> str:
     """A self-contained page (inline CSS/JS, no network): each cited keyword is
     highlighted and focusable; hovering, focusing or clicking it shows its source sentence
-    with the keyword marked. Unsupported keywords are marked in red with a dashed line."""
+    with the keyword marked. Unsupported keywords are marked in red with a dashed line,
+    contradicted ones in dark red with the contradicting sentence; answer sentences that
+    are not fully supported end with a verdict badge."""
     notes = _footnotes(result)
+    conflicts = _conflicts(result)
     text = result.response
     parts: list[str] = []
     pos = 0
-    for c in sorted(result.citations, key=lambda c: c.start):
+    # Verdict badges after the answer sentences that are not fully supported.
+    badges = [(v.end, v) for v in result.sentences if v.verdict != "supported"]
+    events = sorted([(c.start, 0, c) for c in result.citations] + [(end, 1, v) for end, v in badges],
+                    key=lambda e: (e[0], e[1]))
+    for at, is_badge, item in events:
+        if is_badge:
+            parts.append(html.escape(text[pos:at]))
+            word = _VERDICT_WORDS[item.verdict]
+            parts.append(f'<span class="verdict {item.verdict}" title="sentence {item.index + 1}: {word}">{word}</span>')
+            pos = at
+            continue
+        c = item
         parts.append(html.escape(text[pos : c.start]))
         kw = html.escape(text[c.start : c.end])
         if c.supported and c.best is not None:
@@ -136,6 +185,17 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
                 f'<span class="kw" tabindex="0" data-source="{html.escape(c.best.source_id, quote=True)}" '
                 f'data-sentence="{c.best.sentence_index}" aria-label="{kw}, cited from source '
                 f'{html.escape(c.best.source_id, quote=True)}">{kw}<sup>[{n}]</sup>{card}</span>'
+            )
+        elif c.status == "contradicted" and c.conflict is not None:
+            n = conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]
+            card = (
+                f'<span class="card" role="tooltip"><span class="src">Contradicted by source '
+                f"{html.escape(c.conflict.source_id)}</span>{html.escape(c.conflict.sentence)}</span>"
+            )
+            parts.append(
+                f'<span class="kw contradicted" tabindex="0" data-conflict="{html.escape(c.conflict.source_id, quote=True)}" '
+                f'aria-label="{kw}, contradicted by source {html.escape(c.conflict.source_id, quote=True)}">'
+                f"{kw}<sup>x{n}</sup>{card}</span>"
             )
         else:
             card = '<span class="card" role="tooltip"><span class="src">Not supported</span>No source supports this keyword.</span>'
@@ -150,7 +210,11 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         for n, sent in notes.values()
     ]
     query = f"<p><b>Question:</b> {html.escape(result.query)}</p>" if result.query else ""
-    data = html.escape(json.dumps({"citations": [c.to_dict() for c in result.citations]}), quote=False)
+    data = html.escape(
+        json.dumps({"citations": [c.to_dict() for c in result.citations],
+                    "sentences": [v.to_dict() for v in result.sentences]}),
+        quote=False,
+    )
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"

@@ -11,7 +11,9 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["Keyword", "split_sentences", "find_keywords", "token_words", "STOPWORDS"]
+__all__ = [
+    "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "STOPWORDS", "FILLERS",
+]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
 _ABBREVIATIONS = frozenset(
@@ -34,6 +36,21 @@ STOPWORDS = frozenset(
     same if because though although however thus therefore whether either neither again further
     once up down out off s t one ones many much""".split()
 )
+# Fillers: words that carry no checkable fact on their own ("making", "every", "I don't
+# know"). They are attributed like stopwords but never cited, so they are never flagged.
+FILLERS = frozenset(
+    """every everything everyone everybody something someone somebody anything anyone nothing
+    nobody thing things way ways make makes making made get gets getting got gotten know knows
+    knowing knew known think thinks thought say says said saying tell tells told let lets go goes
+    going went gone come comes came take takes took taken give gives gave given put puts seem
+    seems seemed become becomes became use used uses using well really quite rather even still
+    already almost often usually sometimes always never ever lot lots kind sort etc like unlike
+    don't doesn't didn't isn't aren't wasn't weren't can't cannot couldn't won't wouldn't
+    shouldn't haven't hasn't hadn't i'm i've i'd i'll you're you've we're we've they're they've
+    he's she's that's there's here's what's let's it'll ok okay sure yes indeed perhaps maybe
+    probably certainly actually basically generally also however""".split()
+)
+_NON_KEYWORDS = STOPWORDS | FILLERS | frozenset(w.replace("'", "\u2019") for w in FILLERS if "'" in w)
 
 # Keyword units, most specific first. Dates and numbers keep their separators, currency
 # signs and units; names are runs of capitalised words with a few lowercase joiners.
@@ -41,7 +58,9 @@ _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
     r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 )
-_NUMBER = r"(?:\d{1,3}(?:[,\u202f ]\d{3})+|\d+)(?:[.,:/]\d+)*"
+# A number's value: an optional sign, digit groups with thousands separators, decimals.
+_NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
+_SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
 _UNIT = (
     r"(?:\s?%|\s?(?:percent|per cent|million|billion|trillion|thousand|hundred|km|kilometers|kilometres|"
     r"m|cm|mm|kg|g|mg|lb|lbs|mph|km/h|miles?|feet|ft|meters?|metres?|years?|months?|weeks?|days?|hours?|"
@@ -55,7 +74,7 @@ _KEYWORD = re.compile(
     r"|\d{4}-\d{2}-\d{2}"  # 2021-06-05
     r")"
     r"|(?P<number>"
-    rf"(?:[$€£¥₹]\s?)?{_NUMBER}{_UNIT}"
+    rf"(?:[$€£¥₹]\s?)?{_SIGN}{_NUMBER}{_UNIT}"
     r")"
     r"|(?P<name>"
     # A period continues a name only after an initial or a short abbreviation ("J. R.",
@@ -144,17 +163,30 @@ def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]
 def find_keywords(text: str) -> list[Keyword]:
     """Segment an answer into keyword units (dates, numbers with units, names, words).
 
-    Every word of the text belongs to exactly one unit; punctuation and spaces belong to
-    none. A capitalised stopword that opens a name ("The", "In") is split off as its own
-    stopword unit unless the whole run is a single word.
+    Units never cross a sentence boundary (:func:`split_sentences`): each sentence is
+    segmented on its own. Every word of the text belongs to exactly one unit; punctuation
+    and spaces belong to none. A number keeps its sign, separators, decimals, ordinal,
+    currency and unit together; a date is one unit. A capitalised stopword that opens a
+    name ("The", "In") is split off as its own stopword unit unless the whole run is a
+    single word. Stopwords and fillers (:data:`STOPWORDS`, :data:`FILLERS`) get kind
+    ``"stopword"``: they are attributed but never cited.
 
     Examples
     --------
     >>> [(k.text, k.kind) for k in find_keywords("In June 5, 2021 the Bank of America paid $3.5 million.")]
     [('In', 'stopword'), ('June 5, 2021', 'date'), ('the', 'stopword'), ('Bank of America', 'name'), ('paid', 'word'), ('$3.5 million', 'number')]
+    >>> [k.text for k in find_keywords("It flows into the North Sea. The Danube is -2.5% longer.") if k.citable]
+    ['flows', 'North Sea', 'Danube', '-2.5%', 'longer']
     """
     units: list[Keyword] = []
-    for match in _KEYWORD.finditer(text):
+    for a, b in split_sentences(text):
+        units.extend(_sentence_keywords(text, a, b))
+    return units
+
+
+def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
+    units: list[Keyword] = []
+    for match in _KEYWORD.finditer(text, begin, stop):
         kind = match.lastgroup or "word"
         start, end = match.start(), match.end()
         piece = text[start:end]
@@ -163,21 +195,72 @@ def find_keywords(text: str) -> list[Keyword]:
             while " " in piece or "\n" in piece:
                 first = re.match(r"\S+", piece)
                 assert first is not None
-                if first.group(0).lower() not in STOPWORDS:
+                if first.group(0).lower() not in _NON_KEYWORDS:
                     break
                 units.append(Keyword(start, start + first.end(), first.group(0), "stopword"))
                 rest = re.match(r"\S+\s+", piece)
                 assert rest is not None
                 start += rest.end()
                 piece = text[start:end]
-            if " " not in piece and piece.lower() in STOPWORDS:
+            if " " not in piece and piece.lower() in _NON_KEYWORDS:
                 kind = "stopword"
             elif " " not in piece:
-                kind = "name" if piece[:1].isupper() and start > 0 and not _sentence_initial(text, start) else "word"
-        elif kind == "word" and piece.lower() in STOPWORDS:
+                kind = "name" if piece[:1].isupper() and start > begin and not _sentence_initial(text, start) else "word"
+        elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
+        elif kind == "number" and _YEAR.fullmatch(piece):
+            kind = "date"  # a bare year
         units.append(Keyword(start, end, piece, kind))
     return units
+
+
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+_VALUE = re.compile(rf"{_SIGN}{_NUMBER}")
+_GROUPED = re.compile(r"\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)")
+
+
+def number_value(text: str) -> str:
+    """The canonical value of a number as written (the match rule's normaliser).
+
+    Thousands separators (comma, space, thin or no-break space before a group of three
+    digits) are dropped; a comma not followed by exactly three digits is a decimal comma;
+    a decimal part loses its trailing zeros; the minus sign (``-`` or ``\u2212``) is kept,
+    ``+`` dropped; other separators (``:`` in times, ``/`` in fractions) are kept.
+
+    >>> [number_value(t) for t in ["2,850", "2850", "2 850", "-3.50", "\u22123,5", "10:30", "007"]]
+    ['2850', '2850', '2850', '-3.5', '-3.5', '10:30', '7']
+    """
+    t = text.strip()
+    sign = ""
+    if t[:1] in "-\u2212":
+        sign, t = "-", t[1:]
+    elif t[:1] == "+":
+        t = t[1:]
+    grouped = _GROUPED.match(t)
+    head = re.sub(r"\D", "", grouped.group()) if grouped else ""
+    rest = t[grouped.end():] if grouped else t
+    parts = re.split(r"([.,:/])", rest)
+    out = head + parts[0]
+    for sep, digits in zip(parts[1::2], parts[2::2]):
+        out += ("." if sep == "," else sep) + digits
+    if ":" not in out and "/" not in out and out.count(".") <= 1:  # not a time, fraction or version
+        if "." in out:
+            whole, _, frac = out.partition(".")
+            frac = frac.rstrip("0")
+            out = (whole.lstrip("0") or "0") + ("." + frac if frac else "")
+        else:
+            out = out.lstrip("0") or "0"
+    return sign + out if out.strip("0.") else out
+
+
+def value_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every number of ``text`` as ``(start, end, number_value)`` (sign and separators
+    included, units not).
+
+    >>> value_spans("From 2,850 km to -3.5 m.")
+    [(5, 10, '2850'), (17, 21, '-3.5')]
+    """
+    return [(m.start(), m.end(), number_value(m.group())) for m in _VALUE.finditer(text)]
 
 
 def _sentence_initial(text: str, start: int) -> bool:
@@ -195,19 +278,28 @@ def token_words(text: str, offsets: "np.ndarray | list[tuple[int, int]]") -> lis
 
     The word is the maximal run of word characters (``\\w+``) that holds the token's first
     non-space character; a token with none (punctuation, a space) gets its own stripped
-    text. Digits split into single tokens by the tokenizer thus all map to their number:
+    text. A token inside a number (:func:`value_spans`: sign, digits, separators) gets the
+    number's value instead, so "2,850" and "2850" are one word and "2,580" another; the
+    digits that a tokenizer splits into single tokens thus all map to their number:
 
-    >>> token_words("In 2011, X-Men.", [(0, 2), (2, 4), (4, 5), (5, 6), (6, 7), (7, 8), (8, 10), (10, 11), (11, 14), (14, 15)])
+    >>> token_words("In 2,011, X-Men.", [(0, 2), (2, 4), (4, 5), (5, 6), (6, 8), (8, 9), (9, 11), (11, 12), (12, 15), (15, 16)])
     ['in', '2011', '2011', '2011', '2011', ',', 'x', '-', 'men', '.']
     """
     runs = list(_WORD_RUN.finditer(text))
     starts = [m.start() for m in runs]
     ends = [m.end() for m in runs]
     folded = [m.group().casefold() for m in runs]  # once per word, not per token
+    values = value_spans(text) if any(c.isdigit() for c in text) else []
+    value_starts = [a for a, _, _ in values]
     out: list[str] = []
     for a, b in (offsets.tolist() if hasattr(offsets, "tolist") else offsets):
         while a < b and text[a].isspace():
             a += 1
+        if values and a < b:
+            v = bisect.bisect_right(value_starts, a) - 1
+            if v >= 0 and a < values[v][1]:
+                out.append(values[v][2])
+                continue
         i = bisect.bisect_right(starts, a) - 1  # the last run starting at or before a
         if a < b and i >= 0 and a < ends[i]:
             out.append(folded[i])

@@ -119,7 +119,7 @@ class AttributionStream:
             states = self._encoding.states(tok.ids)
             self._result = self._ts._result(self.query, text, self.sources, self._store, tok, states)
             spans = split_sentences(text)
-            out = [self._sentence(i, spans[i], self._result.citations) for i in range(self._n_sentences, len(spans))]
+            out = [self._sentence(i, spans[i], self._result) for i in range(self._n_sentences, len(spans))]
             self._n_sentences = len(spans)
             return out
 
@@ -150,16 +150,19 @@ class AttributionStream:
             self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets), self._scores, self._carries,
             self._classes,
         )
-        out = [self._sentence(i, complete[i], partial.citations) for i in range(self._n_sentences, len(complete))]
+        out = [self._sentence(i, complete[i], partial) for i in range(self._n_sentences, len(complete))]
         self._n_sentences = len(complete)
         return out
 
-    def _sentence(self, index: int, span: tuple[int, int], citations: Sequence[Any]) -> SentenceCitations:
+    def _sentence(self, index: int, span: tuple[int, int], result: AttributionResult) -> SentenceCitations:
         start, end = span
+        verdict = next((v for v in result.sentences if v.start == start and v.end == end), None)
         return SentenceCitations(
             index=index,
             start=start,
             end=end,
             text=self._text[start:end],
-            citations=tuple(c for c in citations if start <= c.start < end),
+            citations=tuple(c for c in result.citations if start <= c.start < end),
+            verdict=verdict.verdict if verdict is not None else "supported",
+            score=verdict.score if verdict is not None else 1.0,
         )

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore"]
+__all__ = [
+    "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore", "SentenceVerdict",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +71,25 @@ class SourceAttribution:
 
 @dataclass(frozen=True, slots=True)
 class KeywordCitation:
-    """A keyword of the answer and the source sentences it came from.
+    """A keyword of the answer, whether the sources support it, and the sentences it came from.
 
     ``start`` / ``end`` are character offsets into the answer (``answer[start:end] ==
-    text``). ``sources`` holds every source with a positive score, best first, each with
-    the sentence it is cited by.
-    ``supported`` is False when no source gives the keyword positive evidence (the
-    exact definition is in :class:`tokenshapley_rag.TokenShapley`'s docstring).
+    text``); ``kind`` is ``"number"``, ``"date"``, ``"name"`` or ``"word"``.
+
+    ``status`` is one of:
+
+    * ``"supported"``: a source sentence holds the keyword's value (numbers by value,
+      dates by their parts, names by their words, words by stem) in a source that agrees
+      with the rest of the claim; ``sources`` lists the supporting sources, best first,
+      each with the sentence it is cited by;
+    * ``"contradicted"``: the source that states the claim (its subject and predicate)
+      holds a *different* value; ``conflict`` is that source sentence and ``sources`` is
+      empty (the conflicting sentence is never presented as support);
+    * ``"unsupported"``: no source holds the keyword; ``sources`` is empty.
+
+    ``supported`` is ``status == "supported"``. ``support`` is the keyword's own exact
+    Shapley value per token in its best citable sentence (0.0 when it has none). The
+    rule is in docs/method.md §8.
     """
 
     text: str
@@ -84,6 +98,17 @@ class KeywordCitation:
     sources: tuple[SourceAttribution, ...]
     supported: bool
     support: float = 0.0
+    status: str = ""
+    kind: str = "word"
+    conflict: SourceAttribution | None = None
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", "supported" if self.supported else "unsupported")
+        elif self.status not in ("supported", "unsupported", "contradicted"):
+            raise ValueError(f"status must be 'supported', 'unsupported' or 'contradicted', got {self.status!r}")
+        if (self.status == "supported") != bool(self.supported):
+            raise ValueError(f"supported={self.supported!r} disagrees with status={self.status!r}")
 
     @property
     def best(self) -> SourceAttribution | None:
@@ -93,15 +118,18 @@ class KeywordCitation:
     def to_dict(self) -> dict[str, Any]:
         """Flat dict: the best source's fields at top level, all sources under ``sources``.
 
-        Keys: ``text, start, end, supported, support, source_id, score, sentence,
-        sentence_start, sentence_end, sources``. The best-source keys are None when the
-        keyword has no supporting source.
+        Keys: ``text, start, end, kind, status, supported, support, source_id, score,
+        sentence, sentence_start, sentence_end, sources, conflict``. The best-source keys
+        are None when the keyword has no supporting source; ``conflict`` is the
+        contradicting source sentence (a dict) or None.
         """
         best = self.best
         return {
             "text": self.text,
             "start": int(self.start),
             "end": int(self.end),
+            "kind": self.kind,
+            "status": self.status,
             "supported": bool(self.supported),
             "support": float(self.support),
             "source_id": best.source_id if best else None,
@@ -110,6 +138,40 @@ class KeywordCitation:
             "sentence_start": int(best.sentence_start) if best else None,
             "sentence_end": int(best.sentence_end) if best else None,
             "sources": [s.to_dict() for s in self.sources],
+            "conflict": self.conflict.to_dict() if self.conflict is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceVerdict:
+    """The verdict on one sentence of the answer, built from its keywords' statuses.
+
+    ``verdict`` is ``"contradicted"`` if any keyword is contradicted, ``"supported"`` if
+    all are supported (or the sentence has no keyword), ``"unsupported"`` if none is, and
+    ``"partly"`` otherwise. ``score`` (in [-1, 1], higher is better supported) is the mean
+    over the keywords of ``0.5 + 0.5 * clip(support, 0, 1)`` for a supported keyword, 0 for
+    an unsupported and -1 for a contradicted one (1.0 without keywords). Offsets are into
+    the answer.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+    verdict: str
+    score: float
+    n_keywords: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields."""
+        return {
+            "index": int(self.index),
+            "start": int(self.start),
+            "end": int(self.end),
+            "text": self.text,
+            "verdict": self.verdict,
+            "score": float(self.score),
+            "n_keywords": int(self.n_keywords),
         }
 
 
@@ -148,13 +210,16 @@ class SentenceScore:
 @dataclass(frozen=True)
 class SentenceCitations:
     """The keyword citations of one sentence of an answer, as soon as the sentence ended
-    (see :meth:`TokenShapley.stream`). Offsets are into the whole answer."""
+    (see :meth:`TokenShapley.stream`), with the sentence's verdict and score
+    (:class:`SentenceVerdict`). Offsets are into the whole answer."""
 
     index: int
     start: int
     end: int
     text: str
     citations: tuple[KeywordCitation, ...]
+    verdict: str = "supported"
+    score: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,5 +227,7 @@ class SentenceCitations:
             "start": self.start,
             "end": self.end,
             "text": self.text,
+            "verdict": self.verdict,
+            "score": float(self.score),
             "citations": [c.to_dict() for c in self.citations],
         }

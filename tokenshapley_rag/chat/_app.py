@@ -186,6 +186,9 @@ def _sentence_payload(sent: Any) -> dict[str, Any]:
         "start": int(sent.start),
         "end": int(sent.end),
         "text": sent.text,
+        # Engines other than TokenShapley's stream may not give verdicts.
+        "verdict": getattr(sent, "verdict", None),
+        "score": float(getattr(sent, "score", float("nan"))) if hasattr(sent, "score") else None,
         "citations": [c.to_dict() for c in sent.citations],
     }
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
-from tokenshapley_rag import AttributionResult, KeywordCitation, Source, TokenShapley
+from tokenshapley_rag import AttributionResult, KeywordCitation, SentenceVerdict, Source, TokenShapley
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 __all__ = [
@@ -34,6 +34,10 @@ CITATION_KEYS = (
     "sentence_start",
     "sentence_end",
     "supported",
+    "kind",
+    "status",
+    "conflict",
+    "answer_sentence",
 )
 
 
@@ -98,16 +102,22 @@ def documents_to_sources(
     return sources, by_id
 
 
-def citation_to_dict(citation: KeywordCitation, documents: Mapping[str, Document]) -> dict[str, Any]:
+def citation_to_dict(
+    citation: KeywordCitation, documents: Mapping[str, Document], verdict: SentenceVerdict | None = None
+) -> dict[str, Any]:
     """The plain dict of one keyword citation (keys :data:`CITATION_KEYS`).
 
     ``start`` / ``end`` index into the answer, ``sentence_start`` / ``sentence_end`` into
     the cited document's ``page_content``. ``doc_id``, ``metadata``, ``score`` and the
     sentence fields describe the best source sentence; they are None when no source
-    supports the keyword.
+    supports the keyword. ``status`` is ``"supported"``, ``"unsupported"`` or
+    ``"contradicted"``; ``conflict`` is the contradicting sentence (``doc_id``,
+    ``sentence``, offsets) or None; ``answer_sentence`` the verdict on the answer
+    sentence holding the keyword (``index``, ``verdict``, ``score``) or None.
     """
     d = citation.to_dict()
     doc_id = d["source_id"]
+    conflict = d["conflict"]
     return {
         "text": d["text"],
         "start": d["start"],
@@ -119,6 +129,17 @@ def citation_to_dict(citation: KeywordCitation, documents: Mapping[str, Document
         "sentence_start": d["sentence_start"],
         "sentence_end": d["sentence_end"],
         "supported": d["supported"],
+        "kind": d["kind"],
+        "status": d["status"],
+        "conflict": None if conflict is None else {
+            "doc_id": conflict["source_id"],
+            "sentence": conflict["sentence"],
+            "sentence_start": conflict["sentence_start"],
+            "sentence_end": conflict["sentence_end"],
+        },
+        "answer_sentence": None if verdict is None else {
+            "index": verdict.index, "verdict": verdict.verdict, "score": verdict.score,
+        },
     }
 
 
@@ -143,5 +164,9 @@ def attribute_documents(
     tokenshapley = attributor()
     # TokenShapley is safe to share between threads (batch runs callbacks in a pool).
     result = tokenshapley.attribute(query=query, sources=sources, response=answer)
-    citations = [citation_to_dict(c, by_id) for c in result.citations if c.supported or not supported_only]
+    citations = [
+        citation_to_dict(c, by_id, next((v for v in result.sentences if v.start <= c.start < v.end), None))
+        for c in result.citations
+        if c.supported or not supported_only
+    ]
     return citations, result

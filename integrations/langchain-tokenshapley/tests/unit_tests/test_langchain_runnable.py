@@ -12,7 +12,7 @@ from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, To
 from langchain_tokenshapley import TokenShapleyCitations
 
 KEYS = {"text", "start", "end", "doc_id", "metadata", "score", "sentence", "sentence_start", "sentence_end",
-        "supported"}
+        "supported", "kind", "status", "conflict", "answer_sentence"}
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +56,10 @@ def test_citation_dicts_and_offsets(base, lc):
     assert cites["330 metres"]["sentence_end"] == len(eiffel)
     # in answer order
     assert [c["start"] for c in citations] == sorted(c["start"] for c in citations)
+    # each keyword's status and its answer sentence's verdict
+    assert cites["330 metres"]["status"] == "supported" and cites["330 metres"]["kind"] == "number"
+    assert cites["330 metres"]["conflict"] is None
+    assert cites["330 metres"]["answer_sentence"]["verdict"] in ("supported", "partly", "unsupported", "contradicted")
     # unsupported keywords carry no source fields
     for c in citations:
         if c["doc_id"] is None:

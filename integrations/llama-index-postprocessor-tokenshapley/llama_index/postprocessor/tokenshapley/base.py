@@ -14,8 +14,10 @@ before synthesis), so the work is split in two:
 What a response gets (``response.metadata``):
 
 ``"citations"``
-    list of dicts, one per keyword of the answer: ``text, start, end, node_id, score,
-    sentence, sentence_start, sentence_end, supported, support, sources``. ``start`` /
+    list of dicts, one per keyword of the answer: ``text, start, end, kind, status,
+    node_id, score, sentence, sentence_start, sentence_end, supported, support, sources,
+    conflict``. ``status`` is ``"supported"``, ``"unsupported"`` or ``"contradicted"``
+    (``conflict`` is then the contradicting node sentence). ``start`` /
     ``end`` are character offsets into the answer text (``str(response)``; for streaming
     responses the concatenated stream), so ``answer[start:end] == text``. ``node_id`` is
     the best supporting node (None when no node supports the keyword, ``supported`` is then
@@ -26,6 +28,10 @@ What a response gets (``response.metadata``):
     ``sources`` lists every supporting sentence, best first.
 ``"attribution"``
     the full :class:`tokenshapley_rag.AttributionResult` (renderers, token scores).
+``"sentence_verdicts"``
+    one dict per answer sentence: ``index, start, end, text, verdict, score, n_keywords``
+    (``verdict``: supported / partly / unsupported / contradicted).
+
 ``"citations_error"``
     only when attribution failed: ``"<ExceptionType>: <message>"``. ``"citations"`` is
     then ``[]``. The answer itself is never touched or lost; the error is also logged on
@@ -81,6 +87,7 @@ logger = logging.getLogger("llama_index.postprocessor.tokenshapley")
 CITATIONS_KEY = "citations"
 ATTRIBUTION_KEY = "attribution"
 ERROR_KEY = "citations_error"
+VERDICTS_KEY = "sentence_verdicts"
 
 _SYNC_TEXT_TYPES = (Response, PydanticResponse, AgentChatResponse)
 
@@ -95,10 +102,13 @@ def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
     (at top level and in ``sources``).
     """
     d = citation.to_dict()
+    conflict = d["conflict"]
     return {
         "text": d["text"],
         "start": d["start"],
         "end": d["end"],
+        "kind": d["kind"],
+        "status": d["status"],
         "node_id": d["source_id"],
         "score": d["score"],
         "sentence": d["sentence"],
@@ -117,6 +127,12 @@ def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
             }
             for s in d["sources"]
         ],
+        "conflict": None if conflict is None else {
+            "node_id": conflict["source_id"],
+            "sentence": conflict["sentence"],
+            "sentence_start": conflict["sentence_start"],
+            "sentence_end": conflict["sentence_end"],
+        },
     }
 
 
@@ -399,8 +415,10 @@ def _write_metadata(target: Any, outcome: _Outcome) -> None:
     metadata[CITATIONS_KEY] = outcome.citations
     if outcome.result is not None:
         metadata[ATTRIBUTION_KEY] = outcome.result
+        metadata[VERDICTS_KEY] = [v.to_dict() for v in outcome.result.sentences]
     else:
         metadata.pop(ATTRIBUTION_KEY, None)
+        metadata.pop(VERDICTS_KEY, None)
     if outcome.error is not None:
         metadata[ERROR_KEY] = outcome.error
     else:

@@ -1,0 +1,123 @@
+"""The competing-facts corpus: documents that disagree on purpose (tests/data/competing_facts).
+
+Every row of the corpus's CASES.md is asserted here with the default TokenShapley over all
+15 documents: wrong numbers, dates and names are flagged (contradicted when the document that
+states the claim holds another value), a fact taken from the wrong document is not supported,
+copied words are never flagged, fillers are not keywords, and no keyword crosses a sentence.
+"""
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CORPUS = Path(__file__).parent / "data" / "competing_facts"
+SOURCES = [{"id": p.stem, "text": p.read_text(encoding="utf-8").strip()} for p in sorted(CORPUS.glob("*.txt"))]
+
+# (answer, wrong keyword, the document whose sentence contradicts it or None for "unsupported")
+WRONG_FACTS = [
+    ("In 2020 Lyon had a population of 870,000 inhabitants.", "870,000", "lyon1"),
+    ("Lyon had a population of 870,321 in 2020.", "870,321", "lyon1"),
+    ("The Danube is 2,580 kilometres long and flows into the Black Sea.", "2,580 kilometres", None),
+    ("The Golden Gate Bridge's main span is 1,450 metres long.", "1,450 metres", "goldengate1"),
+    ("The Rhine is 1,320 kilometres long.", "1,320 kilometres", "rhine"),
+    ("The Brooklyn Bridge's main span is 468 metres long.", "468 metres", "brooklyn1"),
+    ("Marie Curie was born in Vienna in 1878.", "Vienna", "curie1"),
+    ("Marie Curie was born in Vienna in 1878.", "1878", "curie1"),
+    ("She won the Nobel Prize in 1944.", "1944", None),
+    ("The Golden Gate Bridge opened to traffic in 1989.", "1989", "goldengate1"),
+    ("The Brooklyn Bridge in New York City opened in 1887.", "1887", "brooklyn1"),
+    ("Lise Meitner died in 1833 in Cambridge.", "1833", "meitner2"),
+]
+
+CORRECT = [
+    "In 2020 the city of Lyon had a population of 522,250 inhabitants.",
+    "Marseille had a population of 870,321 in 2020.",
+    "The Danube is 2,850 kilometres long and flows into the Black Sea.",
+    "The Danube is 2850 km long.",
+    "The Golden Gate Bridge's main span is 1,280 metres long.",
+    "The Rhine is 1,230 kilometres long.",
+    "The Brooklyn Bridge opened in 1883 and its main span is 486 metres long.",
+    "Marie Curie was born in Warsaw in 1867.",
+    "Marie Curie won the Nobel Prize in Physics in 1903.",
+    "Lise Meitner was born in Vienna in 1878 and died in 1968 in Cambridge.",
+    "The Rhine flows into the North Sea. The Danube flows into the Black Sea.",
+    "The Danube is very long.",
+]
+
+
+@pytest.fixture(scope="module")
+def attribute(ts):
+    memo = {}
+
+    def run(answer):
+        if answer not in memo:
+            memo[answer] = ts.attribute(query="", sources=SOURCES, response=answer)
+        return memo[answer]
+
+    return run
+
+
+def _cite(result, text):
+    return next(c for c in result.citations if c.text == text)
+
+
+@pytest.mark.parametrize("answer, keyword, conflict", WRONG_FACTS)
+def test_wrong_facts_are_flagged(attribute, answer, keyword, conflict):
+    res = attribute(answer)
+    c = _cite(res, keyword)
+    assert c.status != "supported" and not c.supported
+    assert c.sources == () and c.best is None  # no source is presented as its support
+    if conflict is not None:
+        assert c.status == "contradicted"
+        assert c.conflict is not None and c.conflict.source_id == conflict
+    verdict = next(v for v in res.sentences if v.start <= c.start < v.end)
+    assert verdict.verdict in ("partly", "unsupported", "contradicted")
+
+
+@pytest.mark.parametrize("answer", CORRECT)
+def test_correct_facts_and_copied_words_are_supported(attribute, answer):
+    res = attribute(answer)
+    assert res.citations
+    flagged = [(c.text, c.status) for c in res.citations if c.status != "supported"]
+    assert flagged == []
+    assert all(v.verdict == "supported" for v in res.sentences)
+    for c in res.citations:
+        assert c.best is not None and c.conflict is None
+
+
+def test_wrong_document_fact_cites_the_subjects_document(attribute):
+    res = attribute("Marie Curie was born in Vienna in 1878.")
+    assert _cite(res, "Marie Curie").supported
+    assert _cite(res, "Marie Curie").best.source_id == "curie1"
+    assert _cite(res, "Vienna").conflict.sentence == "Marie Curie was born in Warsaw in 1867."
+    assert res.sentences[0].verdict == "contradicted"
+
+
+def test_keywords_never_cross_a_sentence(attribute):
+    res = attribute("The Rhine flows into the North Sea. The Danube flows into the Black Sea.")
+    texts = [c.text for c in res.citations]
+    assert "North Sea" in texts and "Danube" in texts
+    assert all("." not in t for t in texts)
+    assert _cite(res, "Danube").best.source_id == "danube"
+    assert _cite(res, "North Sea").best.source_id == "rhine"
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        ("The Danube rises in the Black Forest.", "Danube"),
+        ("Curie won the Nobel Prize in Physics.", "Physics"),
+        ("The Danube is very long.", "long"),
+    ],
+)
+def test_copied_words_are_never_flagged(attribute, answer, word):
+    assert _cite(attribute(answer), word).supported
+
+
+@pytest.mark.parametrize("answer", ["I don't know.", "Every city is making progress, which makes sense."])
+def test_fillers_are_not_keywords(attribute, answer):
+    texts = [c.text.lower() for c in attribute(answer).citations]
+    for filler in ("i", "don't", "know", "every", "making", "makes"):
+        assert filler not in texts

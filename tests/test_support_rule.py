@@ -1,0 +1,162 @@
+"""The support rule without a model: the match rule on facts and the status rule."""
+
+import numpy as np
+import pytest
+
+from tokenshapley_rag import AttributionResult, KeywordCitation, SourceAttribution
+from tokenshapley_rag._attribution import TokenScores
+from tokenshapley_rag._segment import find_keywords, number_value
+from tokenshapley_rag._support import (
+    PREDICATE_TOLERANCE,
+    holding_mask,
+    keyword_facts,
+    keyword_status,
+    light_stem,
+    sentence_facts,
+    sentence_verdict,
+)
+from tokenshapley_rag._types import SentenceVerdict
+
+SENTENCES = [
+    ("danube", "The Danube is the second-longest river in Europe, with a length of 2,850 kilometres."),
+    ("rhine", "The Rhine is 1,230 kilometres long."),
+    ("curie", "Marie Curie was born in Warsaw in 1867."),
+    ("curie", "Curie won the Nobel Prize in Physics in 1903."),
+    ("meitner", "Lise Meitner was born in Vienna on 7 November 1878."),
+]
+SOURCE_INDEX = {"danube": 0, "rhine": 1, "curie": 2, "meitner": 3}
+FACTS = [sentence_facts(t) for _, t in SENTENCES]
+SENTENCE_SOURCE = np.array([SOURCE_INDEX[s] for s, _ in SENTENCES])
+
+
+def held(text, kind):
+    return holding_mask(keyword_facts(text, kind), FACTS, SENTENCE_SOURCE).tolist()
+
+
+@pytest.mark.parametrize(
+    "text, kind, expected",
+    [
+        ("2,850 kilometres", "number", [True, False, False, False, False]),
+        ("2850 km", "number", [True, False, False, False, False]),
+        ("2,580 kilometres", "number", [False] * 5),
+        ("1,230", "number", [False, True, False, False, False]),
+        ("1878", "date", [False, False, False, False, True]),
+        ("November 1878", "date", [False, False, False, False, True]),
+        ("March 1878", "date", [False] * 5),
+        ("Vienna", "name", [False, False, False, False, True]),
+        # the last word of a name its source holds in full
+        ("Marie Curie", "name", [False, False, True, True, False]),
+        ("Pierre Curie", "name", [False] * 5),
+        ("Physics", "name", [False, False, False, True, False]),
+        ("physics", "word", [False, False, False, True, False]),
+        ("flowing", "word", [False] * 5),
+        ("lengths", "word", [True, False, False, False, False]),
+    ],
+)
+def test_holding_follows_the_match_rule(text, kind, expected):
+    assert held(text, kind) == expected
+
+
+def test_number_values_are_normalised():
+    assert [number_value(t) for t in ("1,280", "1280", "1 280", "1280.0", "+1280", "-12,5")] == [
+        "1280", "1280", "1280", "1280", "1280", "-12.5",
+    ]
+    assert number_value("2,580") != number_value("2,850")
+
+
+def test_light_stem_folds_inflections_only():
+    assert light_stem("Flows") == light_stem("flowed") == light_stem("flow")
+    assert light_stem("long") != light_stem("along")
+
+
+def _status(text, kind, answer, subject=None, predicate=None):
+    k = keyword_facts(text, kind)
+    mask = holding_mask(k, FACTS, SENTENCE_SOURCE)
+    subj = None
+    if subject is not None:
+        subj = np.zeros(4, dtype=bool)
+        subj[SENTENCE_SOURCE[holding_mask(keyword_facts(subject, "name"), FACTS, SENTENCE_SOURCE)]] = True
+    pred = np.zeros(len(SENTENCES)) if predicate is None else np.asarray(predicate, dtype=float)
+    return keyword_status(k, mask, subj, pred, SENTENCE_SOURCE, FACTS, sentence_facts(answer))
+
+
+def test_value_held_with_the_subject_is_supported():
+    status, allowed, rival = _status("1867", "date", "Marie Curie was born in Warsaw in 1867.", "Marie Curie")
+    assert status == "supported" and allowed.tolist() == [False, False, True, False, False] and rival == -1
+
+
+def test_value_from_another_subjects_document_is_contradicted():
+    answer = "Marie Curie was born in Vienna in 1878."
+    # predicate values: the subject's sentence states "was born in" about as well (0.96x).
+    pred = [0.0, 0.0, 2.0, 0.1, 2.1]
+    status, allowed, rival = _status("Vienna", "name", answer, "Marie Curie", pred)
+    assert status == "contradicted" and not allowed.any() and rival == 2
+    # ... but a holder whose source states the predicate far better keeps it (answers
+    # combine sources: "X was born in Paris and died in London").
+    pred = [0.0, 0.0, 2.0 * PREDICATE_TOLERANCE - 0.1, 0.1, 2.0]
+    status, allowed, rival = _status("Vienna", "name", answer, "Marie Curie", pred)
+    assert status == "supported" and allowed.tolist() == [False, False, False, False, True] and rival == -1
+
+
+def test_unheld_value_is_contradicted_by_the_subjects_other_value_or_unsupported():
+    answer = "The Rhine is 1,320 kilometres long."
+    status, _, rival = _status("1,320 kilometres", "number", answer, "Rhine", [0.0, 0.0, 0.0, 0.0, 0.0])
+    assert (status, rival) == ("unsupported", -1)  # no positive predicate value: no rival
+    status, _, rival = _status("1,320 kilometres", "number", answer, "Rhine", [0.5, 1.0, 0.0, 0.0, 0.0])
+    assert (status, rival) == ("contradicted", 1)  # only the Rhine's own sentence can contradict
+
+
+def test_words_are_supported_when_held():
+    assert _status("physics", "word", "She won in physics.")[0] == "supported"
+    assert _status("chemistry", "word", "She won in chemistry.")[0] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    "statuses, verdict",
+    [
+        ([], "supported"),
+        (["supported", "supported"], "supported"),
+        (["supported", "unsupported"], "partly"),
+        (["unsupported"], "unsupported"),
+        (["supported", "contradicted"], "contradicted"),
+    ],
+)
+def test_sentence_verdict(statuses, verdict):
+    assert sentence_verdict(statuses) == verdict
+
+
+def test_keywords_are_units_of_fact():
+    units = [(k.text, k.kind) for k in find_keywords("It flows into the North Sea. The Danube is 2,850 km long.")
+             if k.citable]
+    assert units == [("flows", "word"), ("North Sea", "name"), ("Danube", "name"), ("2,850 km", "number"),
+                     ("long", "word")]
+    assert [k.text for k in find_keywords("I don't know, but everything makes sense.") if k.citable] == ["sense"]
+
+
+def test_status_and_supported_must_agree():
+    with pytest.raises(ValueError, match="disagrees"):
+        KeywordCitation("x", 0, 1, (), supported=True, status="contradicted")
+    assert KeywordCitation("x", 0, 1, (), supported=False).status == "unsupported"
+
+
+def test_markdown_and_html_show_contradictions_and_verdicts():
+    conflict = SourceAttribution("rhine", 0.0, "The Rhine is 1,230 kilometres long.", 0, 35, 0)
+    support = SourceAttribution("rhine", 1.0, "The Rhine is 1,230 kilometres long.", 0, 35, 0)
+    answer = "The Rhine is 1,320 kilometres long."
+    citations = [
+        KeywordCitation("Rhine", 4, 9, (support,), supported=True, support=1.0, kind="name"),
+        KeywordCitation("1,320 kilometres", 13, 29, (), supported=False, status="contradicted", kind="number",
+                        conflict=conflict),
+    ]
+    verdicts = [SentenceVerdict(0, 0, len(answer), answer, "contradicted", -0.25, 2)]
+    res = AttributionResult("", answer, [], citations, {}, [], TokenScores.empty(), {}, verdicts)
+    md = res.to_markdown()
+    assert "The Rhine[^1] is 1,320 kilometres[^x1] long." in md
+    assert '[^x1]: Contradicted by source rhine: "The Rhine is 1,230 kilometres long."' in md
+    assert '- Sentence 1 is contradicted by a source: "The Rhine is 1,320 kilometres long."' in md
+    page = res.to_html()
+    assert 'class="kw contradicted"' in page and 'class="verdict contradicted"' in page
+    d = res.to_dict()
+    assert d["citations"][1]["status"] == "contradicted" and d["citations"][1]["conflict"]["source_id"] == "rhine"
+    assert d["citations"][1]["source_id"] is None
+    assert d["sentences"][0]["verdict"] == "contradicted"

@@ -1,0 +1,288 @@
+"""The support rule: which source sentences *hold* a keyword's value, and the keyword's status.
+
+Pure functions over text and arrays (no model). A keyword is a unit of fact
+(:func:`~tokenshapley_rag._segment.find_keywords`); what it states is compared with a
+source sentence through normalised *facts*:
+
+* numbers by value (:func:`~tokenshapley_rag._segment.number_value`: "2,850" = "2850",
+  "-3,5" = "-3.5"), never by unit or neighbours ("2,580 kilometres" is not held by
+  "2,850 kilometres");
+* dates by their numbers (day, year) and month (names and abbreviations folded to 1-12);
+* names by their words (case, accents and a possessive "'s" folded; joiners such as "of"
+  ignored): a sentence holds a name when it holds all of its words, or its last word while
+  its source holds all of them ("Curie" in a page about Marie Curie);
+* other words by a light stem, so copied words are held whatever their case or
+  inflection ("flows" = "flow", "Physics" = "physics").
+
+:func:`keyword_status` combines that match rule with the context game's values (docs/method.md
+§8): a value held only by a source that lacks the claim's subject, while the subject's source
+states the same predicate with another value, is *contradicted*, never supported.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenshapley_rag._segment import _NON_KEYWORDS, find_keywords, value_spans
+
+__all__ = [
+    "SentenceFacts",
+    "KeywordFacts",
+    "sentence_facts",
+    "keyword_facts",
+    "holding_mask",
+    "light_stem",
+    "STATUSES",
+    "VERDICTS",
+]
+
+STATUSES = ("supported", "unsupported", "contradicted")
+VERDICTS = ("supported", "partly", "unsupported", "contradicted")
+VALUE_KINDS = ("number", "date", "name")
+# The rival states the claim's predicate "as well as" a holder when its predicate game value
+# is at least this share of the holder's: a shared predicate ("was born in") is played
+# almost equally by both, and which sentence wins its token games then depends on the
+# words around it, not on the claim (chosen on dev, docs/method.md §8).
+PREDICATE_TOLERANCE = 0.75
+
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
+            ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"),
+            ("oct", "october"), ("nov", "november"), ("dec", "december"),
+        ]
+    )
+    for m in names
+}
+_WORD = re.compile(r"\w+")
+_JOINERS = frozenset("of the de del della di da von van der den la le du bin al y and".split())
+
+
+def _fold(word: str) -> str:
+    """Casefold, NFKD and drop combining marks ("Rhône" -> "rhone")."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def light_stem(word: str) -> str:
+    """A conservative inflection folder for English (plural, -ed, -ing, -ly, possessive).
+
+    >>> [light_stem(w) for w in ["flows", "flowed", "flowing", "cities", "making", "Physics", "long", "running", "bus"]]
+    ['flow', 'flow', 'flow', 'city', 'mak', 'physic', 'long', 'run', 'bus']
+    """
+    w = _fold(word)
+    for suffix in ("'s", "\u2019s"):
+        if w.endswith(suffix):
+            w = w[: -len(suffix)]
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 3 and w.endswith("sses"):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed", "ly"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                w = w[:-1]  # running -> run
+            break
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]  # make / making
+    return w
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceFacts:
+    """What a sentence states, normalised for the match rule."""
+
+    numbers: frozenset[str]  # number values (number_value)
+    months: frozenset[int]
+    words: frozenset[str]  # folded words
+    stems: frozenset[str]  # light stems of the words
+    names: tuple[str, ...]  # folded names (their words joined by a space)
+
+
+def sentence_facts(text: str) -> SentenceFacts:
+    """The :class:`SentenceFacts` of one sentence.
+
+    >>> f = sentence_facts("Lise Meitner was born in Vienna on 7 November 1878.")
+    >>> sorted(f.numbers), sorted(f.months), f.names
+    (['1878', '7'], [11], ('lise meitner', 'vienna'))
+    """
+    words = [_fold(w) for w in _WORD.findall(text)]
+    names = tuple(
+        " ".join(_name_words(k.text)) for k in find_keywords(text) if k.kind == "name" and _name_words(k.text)
+    )
+    return SentenceFacts(
+        numbers=frozenset(v for _, _, v in value_spans(text)),
+        months=frozenset(_MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in _MONTHS and len(w) >= 3),
+        words=frozenset(words),
+        stems=frozenset(light_stem(w) for w in words),
+        names=names,
+    )
+
+
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+
+
+def _name_words(text: str) -> list[str]:
+    """A name's folded words without joiners or a possessive ("Gate Bridge's" -> gate, bridge)."""
+    return [f for f in (_fold(w) for w in _WORD.findall(_POSSESSIVE.sub("", text))) if f not in _JOINERS]
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordFacts:
+    """The facts a sentence must hold to hold a keyword (see :func:`keyword_facts`)."""
+
+    kind: str
+    numbers: frozenset[str]
+    months: frozenset[int]
+    words: tuple[str, ...]  # name words, in order
+    stems: frozenset[str]
+
+
+def keyword_facts(text: str, kind: str) -> KeywordFacts:
+    """What holding the keyword ``text`` of ``kind`` requires.
+
+    >>> k = keyword_facts("2,580 kilometres", "number"); sorted(k.numbers)
+    ['2580']
+    >>> keyword_facts("Golden Gate Bridge's", "name").words
+    ('golden', 'gate', 'bridge')
+    """
+    numbers = frozenset(v for _, _, v in value_spans(text)) if kind in ("number", "date") else frozenset()
+    months = frozenset(
+        _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
+    ) if kind == "date" else frozenset()
+    words = tuple(_name_words(text)) if kind == "name" else ()
+    stems = frozenset(light_stem(w) for w in _WORD.findall(text) if _fold(w) not in _NON_KEYWORDS)
+    return KeywordFacts(kind, numbers, months, words, stems)
+
+
+def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
+    if k.kind in ("number", "date"):
+        if not k.numbers and not k.months:
+            return bool(k.stems) and k.stems <= f.stems
+        return k.numbers <= f.numbers and k.months <= f.months
+    if k.kind == "name":
+        return bool(k.words) and all(w in f.words for w in k.words)
+    return bool(k.stems) and k.stems <= f.stems
+
+
+def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_source: np.ndarray) -> np.ndarray:
+    """``(n_sentences,)`` bool: the sentences that hold the keyword (the match rule).
+
+    A name is also held by a sentence that holds its last word when the same source holds
+    the whole name in some sentence (a page names its subject once in full).
+    """
+    held = np.array([_holds(k, f) for f in facts], dtype=bool)
+    if k.kind == "name" and len(k.words) > 1:
+        full_sources = np.unique(sentence_source[held])
+        if len(full_sources):
+            last = k.words[-1]
+            partial = np.array([last in f.words for f in facts], dtype=bool)
+            held |= partial & np.isin(sentence_source, full_sources)
+    return held
+
+
+def is_name(text: str, facts: list[SentenceFacts]) -> bool:
+    """Whether a capitalised word the segmenter could not type (it opens a sentence, so its
+    capital says nothing) is a name: some source sentence has it as one, mid-sentence.
+
+    >>> is_name("Lyon", [sentence_facts("The city of Lyon is old.")]), is_name("Rivers", [sentence_facts("Rivers flow.")])
+    (True, False)
+    """
+    if not text[:1].isupper() or " " in text:
+        return False
+    word = _fold(text)
+    return any(word in name.split() for f in facts for name in f.names)
+
+
+def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts) -> bool:
+    """Whether sentence ``f`` states a value of the keyword's kind that the answer sentence
+    does not: another number or date for a number or date, another name for a name."""
+    if k.kind in ("number", "date"):
+        return bool(f.numbers - answer.numbers) or bool(k.months and (f.months - answer.months))
+    if k.kind == "name":
+        answer_words = answer.words
+        return any(not all(w in answer_words for w in name.split()) for name in f.names)
+    return False
+
+
+def keyword_status(
+    k: KeywordFacts,
+    held: np.ndarray,
+    subject_sources: np.ndarray | None,
+    predicate: np.ndarray,
+    sentence_source: np.ndarray,
+    facts: list[SentenceFacts],
+    answer: SentenceFacts,
+) -> tuple[str, np.ndarray, int]:
+    """The status of one keyword, the sentences that may be cited for it, and the
+    conflicting sentence (-1: none).
+
+    Parameters
+    ----------
+    k : the keyword's facts
+    held : (n_sentences,) bool, the sentences holding it (:func:`holding_mask`)
+    subject_sources : (n_sources,) bool or None
+        The sources holding the answer sentence's subject (its first name keyword other
+        than ``k``); None when the sentence has none or ``k`` is it.
+    predicate : (n_sentences,) float
+        The predicate game's value for each sentence: the context game of the keyword's
+        answer sentence over its tokens that belong to no number, date or name keyword
+        (exact Shapley values, docs/method.md §8).
+    sentence_source, facts, answer : each sentence's source and facts; the answer
+        sentence's facts.
+
+    Rule (docs/method.md §8): words are supported when held (and cited by the subject's
+    sources when they hold them). A number, date or name is
+    supported when a sentence holds it in a source that holds the subject (or when there
+    is no subject to check). Otherwise the *rival* is the sentence with the highest
+    predicate value among those that state another value of the keyword's kind, in the
+    subject's sources (any source when there is no subject); the keyword is contradicted
+    when the rival exists, its predicate value is positive and at least
+    :data:`PREDICATE_TOLERANCE` times that of every sentence of the sources holding the
+    keyword. Failing that, a held keyword is supported (by sentences
+    of other sources: an answer may combine sources) and an unheld one is unsupported.
+    """
+    if k.kind not in VALUE_KINDS:
+        if subject_sources is not None and (held & subject_sources[sentence_source]).any():
+            return "supported", held & subject_sources[sentence_source], -1
+        return ("supported" if held.any() else "unsupported"), held, -1
+    if held.any():
+        if subject_sources is None:
+            return "supported", held, -1
+        agreeing = held & subject_sources[sentence_source]
+        if agreeing.any():
+            return "supported", agreeing, -1
+    pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_source]
+    pool &= ~held
+    rival, best = -1, 0.0
+    for j in np.flatnonzero(pool).tolist():
+        if predicate[j] > best and states_other_value(k, facts[j], answer):
+            rival, best = j, float(predicate[j])
+    # A holding source states the predicate in any of its sentences (the value in one, the
+    # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
+    holding_sources = np.isin(sentence_source, sentence_source[held])
+    if rival >= 0 and (not held.any() or best >= PREDICATE_TOLERANCE * float(predicate[holding_sources].max())):
+        return "contradicted", np.zeros_like(held), rival
+    if held.any():
+        return "supported", held, -1
+    return "unsupported", held, -1
+
+
+def sentence_verdict(statuses: list[str]) -> str:
+    """An answer sentence's verdict from its keywords' statuses: contradicted if any is,
+    supported if all are (or there are none), unsupported if none is, partly otherwise."""
+    if "contradicted" in statuses:
+        return "contradicted"
+    n_ok = statuses.count("supported")
+    if n_ok == len(statuses):
+        return "supported"
+    return "unsupported" if n_ok == 0 else "partly"
