@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenshapley_rag._types import Source
+from tokenshapley_rag._types import KeywordCitation, SentenceVerdict, Source
 from tokenshapley_rag.eval._cli import add_eval_arguments, run_eval
 from tokenshapley_rag.eval._data import AttributionExample, GoldSpan
 from tokenshapley_rag.eval._support import (
     CHANGE_KINDS,
     change_date,
     change_number,
-    citation_status,
     control_spans,
     flag_span,
     holds,
@@ -171,26 +170,21 @@ def test_word_overlap_and_truncation():
 # --------------------------------------------------------------------------- flag rule
 
 
-def _cit(text, start, supported=True, status=None, support=1.0):
-    c = NS(text=text, start=start, end=start + len(text), supported=supported, support=support, best=None)
-    if status is not None:
-        c.status = status
-    return c
+def _cit(text, start, status="supported", support=1.0, kind="word"):
+    return KeywordCitation(text, start, start + len(text), (), status == "supported", support, status, kind)
 
 
-def test_flag_rule_with_status_and_fallback():
+def test_flag_rule():
     cs = [
-        _cit("Paris", 0),
-        _cit("1929", 9, supported=False, support=0.0),
-        _cit("Lyon", 20, supported=True, status="contradicted"),
+        _cit("Paris", 0, kind="name"),
+        _cit("1929", 9, "unsupported", 0.0, "date"),
+        _cit("Lyon", 20, "contradicted", 0.0, "name"),
     ]
-    assert citation_status(cs[0]) == "supported"
-    assert citation_status(cs[1]) == "unsupported"  # fallback: no status attribute
-    assert citation_status(cs[2]) == "contradicted"  # status wins over supported
     assert flag_span(cs, 0, 5)["flagged"] is False
     f = flag_span(cs, 9, 13)
     assert f["flagged"] and f["covered"] and f["statuses"] == ["unsupported"]
-    assert flag_span(cs, 20, 24)["flagged"] is True
+    f = flag_span(cs, 20, 24)
+    assert f["flagged"] and f["statuses"] == ["contradicted"] and f["kinds"] == ["name"]
     # any overlapping citation counts: a span over Paris and 1929 is flagged
     assert flag_span(cs, 3, 11)["flagged"] is True
     # no citation covers 6..8: flagged, and said so
@@ -198,31 +192,42 @@ def test_flag_rule_with_status_and_fallback():
     assert f["flagged"] and not f["covered"]
 
 
-def test_sentence_scores_fallback_and_claim_score():
-    res = NS(response="Paris is big. It has 9 bridges.", citations=[_cit("Paris", 0, support=0.8), _cit("9", 21, support=0.2)])
+def test_sentence_scores_and_claim_score():
+    from tokenshapley_rag.eval._support import _claim_score
+
+    res = NS(sentences=[SentenceVerdict(0, 0, 13, "Paris is big.", "supported", 0.9, 1),
+                        SentenceVerdict(1, 14, 31, "It has 9 bridges.", "unsupported", 0.0, 1)])
     s = sentence_scores(res)
-    assert [(x["start"], x["end"], x["score"]) for x in s] == [(0, 13, 0.8), (14, 31, 0.2)]
-    res.sentences = [NS(start=0, end=13, score=0.5, verdict="supported")]
-    assert sentence_scores(res) == [{"start": 0, "end": 13, "score": 0.5, "verdict": "supported"}]
+    assert s == [{"start": 0, "end": 13, "score": 0.9, "verdict": "supported"},
+                 {"start": 14, "end": 31, "score": 0.0, "verdict": "unsupported"}]
+    assert _claim_score(s, 0, 13) == (0.9, ["supported"])
+    assert _claim_score(s, 5, 20) == (0.45, ["supported", "unsupported"])  # the mean of both sentences
+    assert _claim_score(s, 40, 45) == (None, [])
 
 
 # --------------------------------------------------------------------------- runners with a fake attributor
 
 
 class FakeTS:
-    """Cites every number/name/date keyword of the answer; supported iff a source holds it."""
+    """Cites every keyword of the answer, supported iff a source holds it; a sentence's
+    score is the share of its keywords supported."""
 
     config = {"fake": True}
 
     def attribute(self, query="", sources=(), response=""):
-        from tokenshapley_rag._segment import find_keywords
+        from tokenshapley_rag._segment import find_keywords, split_sentences
 
         cits = [
-            _cit(k.text, k.start, supported=not lexical_flag(sources, k.text), support=0.0 if lexical_flag(sources, k.text) else 1.0)
+            _cit(k.text, k.start, "unsupported" if lexical_flag(sources, k.text) else "supported", kind=k.kind)
             for k in find_keywords(response)
             if k.citable
         ]
-        return NS(response=response, citations=cits)
+        sents = []
+        for i, (a, b) in enumerate(split_sentences(response)):
+            inside = [c for c in cits if a <= c.start < b]
+            score = sum(c.supported for c in inside) / len(inside) if inside else 1.0
+            sents.append(SentenceVerdict(i, a, b, response[a:b], "supported" if score == 1 else "partly", score, len(inside)))
+        return NS(response=response, citations=cits, sentences=sents)
 
 
 def test_run_changed_eval_with_a_fake_attributor():
@@ -318,7 +323,7 @@ def test_end_to_end_with_the_model(ts):
     )
     rep = run_changed_eval("quotesum", ts, [ex], pool=[("x", "Maria Lopez")], progress=False)
     m = rep.metrics
-    assert m["per_kind"]["number"]["n"] == 1  # "3,850": flagged only once statuses judge the whole number
+    assert m["per_kind"]["number"]["n"] == 1 and m["per_kind"]["number"]["flagged"] == 1.0  # "3,850" vs 2,850
     assert m["per_kind"]["date"]["n"] == 1 and m["per_kind"]["date"]["flagged"] == 1.0
     assert m["control"]["n"] == 2 and m["control"]["flagged"] == 0.0  # 2,850 and 1927 ("Paris" opens the answer)
 

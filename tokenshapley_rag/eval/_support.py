@@ -50,7 +50,6 @@ __all__ = [
     "add_support_arguments",
     "change_date",
     "change_number",
-    "citation_status",
     "control_spans",
     "flag_span",
     "format_table",
@@ -617,46 +616,38 @@ def control_spans(example: AttributionExample) -> list[Target]:
 # --------------------------------------------------------------------------- flagging
 
 
-def citation_status(c: Any) -> str:
-    """A citation's status: ``c.status`` when the API has it, else from ``c.supported``."""
-    status = getattr(c, "status", None)
-    if status is None:
-        return "supported" if c.supported else "unsupported"
-    return str(status)
-
-
 def flag_span(citations: Iterable[Any], start: int, end: int) -> dict[str, Any]:
     """Whether the answer span ``[start, end)`` is flagged.
 
-    Flagged when a citation overlapping it (``c.start < end and c.end > start``) has a status
-    other than ``"supported"`` (:func:`citation_status`), or when no citation overlaps it
-    (an answer span the attribution does not cite cannot be called supported).
+    Flagged when a :class:`~tokenshapley_rag.KeywordCitation` overlapping it
+    (``c.start < end and c.end > start``) has a ``status`` other than ``"supported"``, or
+    when no citation overlaps it (an answer span the attribution does not cite cannot be
+    called supported).
 
-    Returns ``{"flagged", "covered", "statuses", "texts", "supports", "best", "conflict"}``:
-    for the overlapping citations, in answer order, their statuses, texts, support values,
-    best source ``[id, sentence]`` and conflicting source ``[id, sentence]`` (None where absent).
+    Returns ``{"flagged", "covered", "statuses", "texts", "supports", "kinds", "best",
+    "conflict"}``: for the overlapping citations, in answer order, their statuses, texts,
+    support values, kinds, best source ``[id, sentence]`` and conflicting source
+    ``[id, sentence]`` (None where absent).
 
     Examples
     --------
-    >>> from types import SimpleNamespace as NS
-    >>> cs = [NS(text="Paris", start=0, end=5, supported=True, support=0.9),
-    ...       NS(text="1929", start=9, end=13, supported=False, support=0.0)]
+    >>> from tokenshapley_rag import KeywordCitation
+    >>> cs = [KeywordCitation("Paris", 0, 5, (), True, 0.9, "supported", "name"),
+    ...       KeywordCitation("1929", 9, 13, (), False, 0.0, "contradicted", "date")]
     >>> flag_span(cs, 0, 5)["flagged"], flag_span(cs, 9, 13)["flagged"], flag_span(cs, 6, 8)["flagged"]
     (False, True, True)
     """
     over = [c for c in citations if c.start < end and c.end > start]
-    statuses = [citation_status(c) for c in over]
+    statuses = [str(c.status) for c in over]
     return {
         "flagged": not over or any(s != "supported" for s in statuses),
         "covered": bool(over),
         "statuses": statuses,
         "texts": [c.text for c in over],
-        "supports": [float(getattr(c, "support", 0.0)) for c in over],
-        "best": [[c.best.source_id, c.best.sentence[:240]] if getattr(c, "best", None) else None for c in over],
-        "conflict": [
-            [c.conflict.source_id, c.conflict.sentence[:240]] if getattr(c, "conflict", None) is not None else None
-            for c in over
-        ],
+        "supports": [float(c.support) for c in over],
+        "kinds": [c.kind for c in over],
+        "best": [[c.best.source_id, c.best.sentence[:240]] if c.best is not None else None for c in over],
+        "conflict": [[c.conflict.source_id, c.conflict.sentence[:240]] if c.conflict is not None else None for c in over],
     }
 
 
@@ -806,7 +797,6 @@ def run_changed_eval(
         "max_per_kind": max_per_kind,
         "n_resumed": n_resumed,
         "resume_path": str(path) if path is not None else None,
-        "status_api": _status_api(ts),
     }
     if extra_config:
         config.update(dict(extra_config))
@@ -827,13 +817,6 @@ def _capped(changes: list[ChangedAnswer], cap: int | None) -> list[ChangedAnswer
         if count[c.kind] <= cap:
             out.append(c)
     return out
-
-
-def _status_api(ts: Any) -> str:
-    from tokenshapley_rag._types import KeywordCitation
-
-    has = "status" in getattr(KeywordCitation, "__dataclass_fields__", {})
-    return "KeywordCitation.status" if has else "fallback: supported -> 'supported', else 'unsupported'"
 
 
 # --------------------------------------------------------------------------- support set
@@ -932,20 +915,12 @@ def word_overlap(claim: str, sources: Sequence[Source] | Sequence[str]) -> float
 
 
 def sentence_scores(result: Any) -> list[dict[str, Any]]:
-    """The answer-sentence verdicts of ``result``: ``result.sentences`` when the API has
-    them, else (fallback) every :func:`split_sentences` sentence of the answer scored by
-    the mean ``support`` of the citations inside it (0.0 when none) with verdict None."""
-    sents = getattr(result, "sentences", None)
-    if sents is not None:
-        return [
-            {"start": int(s.start), "end": int(s.end), "score": float(s.score), "verdict": getattr(s, "verdict", None)}
-            for s in sents
-        ]
-    out = []
-    for a, b in split_sentences(result.response):
-        sup = [float(c.support) for c in result.citations if a <= c.start and c.end <= b]
-        out.append({"start": a, "end": b, "score": float(np.mean(sup)) if sup else 0.0, "verdict": None})
-    return out
+    """The answer-sentence verdicts of ``result`` (``AttributionResult.sentences``) as
+    ``{"start", "end", "score", "verdict"}`` dicts, in answer order."""
+    return [
+        {"start": int(s.start), "end": int(s.end), "score": float(s.score), "verdict": s.verdict}
+        for s in result.sentences
+    ]
 
 
 def _claim_score(sents: Sequence[Mapping[str, Any]], start: int, end: int) -> tuple[float | None, list[Any]]:
@@ -980,7 +955,8 @@ def run_support_set_eval(
 
     Each row's whole answer is attributed (query = the question, sources cut by
     :func:`truncate_source` to ``max_source_chars``). The claim's score is the mean
-    ``score`` of the answer sentences overlapping the claim (:func:`sentence_scores`).
+    ``score`` of the answer sentences overlapping the claim (:func:`sentence_scores`;
+    ``SentenceVerdict.score``).
     Reported: AUROC supported vs not_supported (other labels, e.g. WiCE's
     partially_supported, left out of it), beside the word-overlap baseline
     (:func:`word_overlap`) over the same cut sources and over the full sources.
@@ -1018,7 +994,7 @@ def run_support_set_eval(
             "verdicts": verdicts,
             "keyword_support_mean": float(np.mean(sup)) if sup else 0.0,
             "keyword_support_min": float(np.min(sup)) if sup else 0.0,
-            "share_flagged_keywords": _mean([citation_status(c) != "supported" for c in inside]) or 0.0,
+            "share_flagged_keywords": _mean([c.status != "supported" for c in inside]) or 0.0,
         }
 
     rows, n_resumed, path = _iterate(
@@ -1065,8 +1041,7 @@ def run_support_set_eval(
         "max_source_chars": max_source_chars,
         "cap": "each source cut to its first sentences within max_source_chars characters (truncate_source)",
         "word_overlap_baseline": "share of the claim's content words (lowercased, stopwords removed) found in the sources",
-        "sentence_score": "AttributionResult.sentences[].score"
-        if rows and not _fallback_sentences(ts) else "fallback: mean KeywordCitation.support in the sentence",
+        "sentence_score": "AttributionResult.sentences[].score (SentenceVerdict.score, in [-1, 1])",
         "n_resumed": n_resumed,
         "resume_path": str(path) if path is not None else None,
     }
@@ -1076,12 +1051,6 @@ def run_support_set_eval(
         dataset=dataset_name, method="tokenshapley", n=len(kept), metrics=metrics,
         seconds_per_example=metrics["seconds_per_example"] or 0.0, config=config, records=tuple(rows),
     )
-
-
-def _fallback_sentences(ts: Any) -> bool:
-    from tokenshapley_rag._attribution import AttributionResult
-
-    return not hasattr(AttributionResult, "sentences")
 
 
 # --------------------------------------------------------------------------- CLI
