@@ -23,6 +23,7 @@ from tokenshapley_rag.eval._data import (
 )
 from tokenshapley_rag.eval._protocols import run_ablation_eval, run_ranking_eval
 from tokenshapley_rag.eval._runner import run_span_eval
+from tokenshapley_rag.eval._support import add_support_arguments, run_support_cli, wants_support
 
 if TYPE_CHECKING:
     from tokenshapley_rag._baselines import SpanAttributor
@@ -56,7 +57,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     ``--generator MODEL`` (``generator``, default None = the embedded SmolLM2),
     ``--max-new-tokens N`` (``max_new_tokens``, default 64) and ``--generations PATH``
     (``generations``, the answer cache; default
-    ``<TokenShapley cache>/generations/<task>.jsonl``).
+    ``<TokenShapley cache>/generations/<task>.jsonl``). The support benchmark adds
+    ``--protocol support`` and ``--max-source-chars N`` (and ``--dataset support``), see
+    :func:`~tokenshapley_rag.eval._support.add_support_arguments`.
 
     Examples
     --------
@@ -68,7 +71,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     >>> a.generator, a.max_new_tokens, a.generations
     (None, 64, None)
     """
-    parser.add_argument("--dataset", required=True, choices=DATASETS, help="evaluation set")
+    parser.add_argument("--dataset", required=True, choices=(*DATASETS, "support"), help="evaluation set")
     parser.add_argument(
         "--data",
         type=Path,
@@ -117,6 +120,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="nq/cnndm: JSONL cache of generated responses (default: <cache>/generations/<task>.jsonl)",
     )
+    add_support_arguments(parser)
 
 
 def partial_path(json_out: str | Path) -> Path:
@@ -160,6 +164,8 @@ def run_eval(
     exit_code : int
         0 on success, 2 on a usage error (message on stderr).
     """
+    if wants_support(args):  # --protocol support, --dataset support (docs/evaluation.md)
+        return run_support_cli(args, attributor_factory)
     json_out = getattr(args, "json", None)
     if args.resume and json_out is None:
         print("error: --resume needs --json OUT (the partial file is OUT.partial.jsonl)", file=sys.stderr)
