@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag._segment import STOPWORDS, _sentence_initial, find_keywords, split_sentences
+from tokenshapley_rag._segment import STOPWORDS, find_keywords, split_sentences
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, TextTooLongError
 from tokenshapley_rag.eval._data import AttributionExample, DatasetNotFoundError, GoldSpan, default_data_dir
@@ -452,6 +452,14 @@ def _strip_possessive(name: str) -> str:
 
 
 _CONTINUES = re.compile(r"[^.!?\n]*?\w")
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    """Whether only spaces stand between ``start`` and the text's start or a sentence end."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in ".!?\n"
 
 
 def _opens_sentence(text: str, start: int, end: int) -> bool:
