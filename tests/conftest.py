@@ -31,6 +31,64 @@ def make_cache_dir(tmp_path: Path) -> Path:
     return root
 
 
+# Evaluation sets. Tests that only need some valid examples read the small fixtures committed
+# in tests/data/sets/<name>/dev.jsonl (a few verbatim lines of each real dev file; which ones
+# and why in its README.md). Tests that check figures or ids of the real files take the
+# ``shared_data`` fixture: the full sets' folder (TOKENSHAPLEY_DATA, else ../shared/data next
+# to the project, as in CI), or a skip that says so when the folder is absent.
+FIXTURE_SETS = Path(__file__).resolve().parent / "data" / "sets"
+
+
+def find_shared_data() -> tuple[Path | None, str]:
+    """The full sets' folder if every set's dev.jsonl is there, else (None, why not)."""
+    from tokenshapley_rag.eval import DATASETS, default_data_dir
+
+    d = default_data_dir()
+    missing = [n for n in DATASETS if not (d / n / "dev.jsonl").is_file()]
+    if not missing:
+        return d, ""
+    what = f"{d} does not exist" if not d.is_dir() else f"{d} lacks {', '.join(missing)}"
+    return None, (
+        f"needs the full evaluation sets: {what} (set TOKENSHAPLEY_DATA to the folder, "
+        "or put it at ../shared/data next to the project)"
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The full evaluation sets' folder; skips the test when it is absent."""
+    d, why = find_shared_data()
+    if d is None:
+        pytest.skip(why)
+    return d
+
+
+@pytest.fixture(scope="session")
+def fixture_data() -> Path:
+    """The committed fixture sets (a few real examples per set, same schema)."""
+    return FIXTURE_SETS
+
+
+@pytest.fixture(scope="session", params=["fixtures", "shared"])
+def sets_dir(request) -> Path:
+    """Property checks run on the fixtures everywhere, and on the full sets when present."""
+    if request.param == "fixtures":
+        return FIXTURE_SETS
+    return request.getfixturevalue("shared_data")
+
+
+@pytest.fixture
+def default_sets(monkeypatch) -> Path:
+    """Make ``load_dataset``'s default folder readable: the full sets when present, else the
+    fixtures through TOKENSHAPLEY_DATA (for doctests that load with the default folder; the
+    fixtures start with the same lines as the real files where those doctests read)."""
+    d, _ = find_shared_data()
+    if d is None:
+        monkeypatch.setenv("TOKENSHAPLEY_DATA", str(FIXTURE_SETS))
+        d = FIXTURE_SETS
+    return d
+
+
 @pytest.fixture
 def cache_root(tmp_path):
     """A fresh cache folder (empty datastore) that reuses the converted models."""

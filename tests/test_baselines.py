@@ -142,8 +142,8 @@ def _summary(rep):
     return round(100 * m["accuracy"], 1), round(100 * m["accuracy_order_controlled"], 1), m["n_spans"], pc
 
 
-def test_lexical_quotesum_dev_reproduces_reference_figures():
-    rep = run_span_eval("quotesum", LexicalAttributor(), load_dataset("quotesum"), progress=False)
+def test_lexical_quotesum_dev_reproduces_reference_figures(shared_data):
+    rep = run_span_eval("quotesum", LexicalAttributor(), load_dataset("quotesum", shared_data), progress=False)
     acc, acc_oc, n, pc = _summary(rep)
     assert (n, rep.n) == (817, 189)
     assert round(rep.metrics["accuracy"] * 817) == 758 and acc == 92.8  # reference 92.8
@@ -154,8 +154,8 @@ def test_lexical_quotesum_dev_reproduces_reference_figures():
     assert "non-gold-only" not in pc
 
 
-def test_lexical_verigran_dev_reproduces_reference_figures():
-    rep = run_span_eval("verigran", LexicalAttributor(), load_dataset("verigran"), progress=False)
+def test_lexical_verigran_dev_reproduces_reference_figures(shared_data):
+    rep = run_span_eval("verigran", LexicalAttributor(), load_dataset("verigran", shared_data), progress=False)
     acc, acc_oc, n, pc = _summary(rep)
     assert (n, rep.n, rep.metrics["n_skipped_no_spans"]) == (467, 286, 2)
     assert round(rep.metrics["accuracy"] * 467) == 373 and acc == 79.9  # reference 79.9
@@ -166,8 +166,8 @@ def test_lexical_verigran_dev_reproduces_reference_figures():
     assert pc["non-gold-only"] == (12, 0.0, 0.0)
 
 
-def test_exact_and_random_on_kv_dev():
-    exs = load_dataset("kv")
+def test_exact_and_random_on_kv_dev(shared_data):
+    exs = load_dataset("kv", shared_data)
     assert run_span_eval("kv", ExactMatchAttributor(), exs, progress=False).metrics["accuracy"] == 1.0
     rnd = run_span_eval("kv", RandomAttributor(seed=0), exs, progress=False).metrics
     assert rnd["accuracy"] < 0.06 and rnd["accuracy_order_controlled"] < 0.06  # chance = 1/75

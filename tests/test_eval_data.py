@@ -1,4 +1,9 @@
-"""Loaders of the six shared sets, on the real files in ../shared/data."""
+"""Loaders of the six shared sets.
+
+Schema and loader checks run on the committed fixtures (tests/data/sets: a few verbatim lines
+of each real file); checks of the real files' counts and ids take ``shared_data`` (the full
+sets, skipped when absent); property checks over every example run on both (``sets_dir``).
+"""
 
 from __future__ import annotations
 
@@ -23,27 +28,76 @@ from tokenshapley_rag.eval import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.path.normpath(REPO_ROOT / ".." / "shared" / "data"))
+DEFAULT = Path(os.path.normpath(REPO_ROOT / ".." / "shared" / "data"))
+FIXTURES = REPO_ROOT / "tests" / "data" / "sets"
 
 
-def _raw(name: str) -> list[dict]:
-    with (DATA / name / "dev.jsonl").open(encoding="utf-8") as fh:
+def _raw(name: str, data: Path = FIXTURES) -> list[dict]:
+    with (data / name / "dev.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def quotesum() -> list[AttributionExample]:
-    return load_dataset("quotesum")
+def test_default_data_dir_is_shared_next_to_the_project(monkeypatch):
+    monkeypatch.delenv("TOKENSHAPLEY_DATA", raising=False)
+    assert default_data_dir() == DEFAULT
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", "")  # empty = unset
+    assert default_data_dir() == DEFAULT
 
 
-@pytest.fixture(scope="module")
-def nq() -> list[AttributionExample]:
-    return load_dataset("nq")
-
-
-def test_default_data_dir_is_shared_next_to_the_project():
-    assert default_data_dir() == DATA
+def test_the_shared_data_is_at_the_default_or_configured_folder(shared_data):
+    assert shared_data == default_data_dir()
     assert (default_data_dir() / "quotesum" / "dev.jsonl").is_file()
+
+
+def test_environment_variable_overrides_the_default(tmp_path, monkeypatch):
+    (tmp_path / "kv").mkdir()
+    (tmp_path / "kv" / "dev.jsonl").write_text(
+        (FIXTURES / "kv" / "dev.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", str(tmp_path))
+    assert default_data_dir() == tmp_path
+    assert [e.id for e in load_dataset("kv")] == [r["id"] for r in _raw("kv")]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", ".")  # relative: against the working directory
+    assert default_data_dir() == tmp_path
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", str(tmp_path / "nope"))
+    # an explicit data_dir still wins over the variable
+    assert len(load_dataset("kv", FIXTURES)) == 3
+
+
+def test_missing_default_folder_says_where_it_looked_and_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", str(tmp_path / "nope"))
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset("quotesum")
+    msg = str(info.value)
+    assert str(tmp_path / "nope") in msg and "does not exist" in msg
+    assert "from the TOKENSHAPLEY_DATA environment variable" in msg
+    assert "--data PATH" in msg and "TOKENSHAPLEY_DATA" in msg and "quotesum/" in msg
+    monkeypatch.delenv("TOKENSHAPLEY_DATA")
+    import tokenshapley_rag.eval._data as data_mod
+
+    monkeypatch.setattr(data_mod, "_project_data_dir", lambda: tmp_path / "shared" / "data")
+    with pytest.raises(DatasetNotFoundError, match=r"the default: \.\./shared/data.*--data PATH.*TOKENSHAPLEY_DATA"):
+        load_dataset("quotesum")
+    with pytest.raises(DatasetNotFoundError, match=r"given as data_dir \(--data\).*TOKENSHAPLEY_DATA"):
+        load_dataset("quotesum", tmp_path / "elsewhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetNotFoundError, match=r"quotesum/dev\.jsonl' does not exist.*--data PATH"):
+        load_dataset("quotesum", tmp_path / "empty")
+
+
+def test_fixtures_are_verbatim_lines_of_the_shared_files(shared_data):
+    for name in ("quotesum", "verigran", "kv", "nq", "cnndm", "wice"):
+        real = set((shared_data / name / "dev.jsonl").read_text(encoding="utf-8").splitlines())
+        mine = (FIXTURES / name / "dev.jsonl").read_text(encoding="utf-8").splitlines()
+        assert 2 <= len(mine) <= 4 and all(line in real for line in mine), name
+
+
+def test_fixtures_load_with_every_set_present():
+    for name in ("quotesum", "verigran", "kv", "nq", "wice"):
+        exs = load_dataset(name, FIXTURES)
+        assert 2 <= len(exs) <= 4 and all(isinstance(e, AttributionExample) for e in exs)
+    assert all(isinstance(e, SummaryExample) for e in load_dataset("cnndm", FIXTURES))
 
 
 @pytest.mark.parametrize(
@@ -56,8 +110,8 @@ def test_default_data_dir_is_shared_next_to_the_project():
         ("wice", 521, 0),
     ],
 )
-def test_attribution_counts_match_readme(name, n_examples, n_spans):
-    exs = load_dataset(name)
+def test_attribution_counts_match_readme(name, n_examples, n_spans, shared_data):
+    exs = load_dataset(name, shared_data)
     assert len(exs) == n_examples
     assert sum(len(e.spans) for e in exs) == n_spans
     assert all(isinstance(e, AttributionExample) for e in exs)
@@ -69,28 +123,33 @@ def test_attribution_counts_match_readme(name, n_examples, n_spans):
             assert all(sid in e.source_ids for sid in sp.source_ids)
 
 
-def test_cnndm_counts_and_fields():
-    exs = load_dataset("cnndm")
+def test_cnndm_counts_and_fields(shared_data):
+    exs = load_dataset("cnndm", shared_data)
     assert len(exs) == 694
     assert all(isinstance(e, SummaryExample) for e in exs)
     assert Counter(e.meta["split"] for e in exs) == {"test": 260, "validation": 434}
-    assert exs[0].article.startswith(_raw("cnndm")[0]["article"][:50])
+    assert exs[0].article.startswith(_raw("cnndm", shared_data)[0]["article"][:50])
     assert all(e.highlights and e.article for e in exs)
 
 
 def test_explicit_data_dir_and_limit_and_split(tmp_path):
     d = tmp_path / "kv"
     d.mkdir()
-    lines = (DATA / "kv" / "dev.jsonl").read_text(encoding="utf-8").splitlines()[:5]
+    lines = (FIXTURES / "kv" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
     (d / "mini.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     exs = load_dataset("kv", tmp_path, split="mini")
-    assert [e.id for e in exs] == [json.loads(x)["id"] for x in lines]
+    assert len(exs) == 3 and [e.id for e in exs] == [json.loads(x)["id"] for x in lines]
     assert [e.id for e in load_dataset("kv", str(tmp_path), split="mini", limit=2)] == [e.id for e in exs[:2]]
-    assert [e.id for e in load_dataset("kv", limit=3)] == [e.id for e in load_dataset("kv")[:3]]
+    assert [e.id for e in load_dataset("kv", FIXTURES, limit=2)] == [e.id for e in load_dataset("kv", FIXTURES)[:2]]
 
 
-def test_quotesum_sources_are_title_plus_text(quotesum):
-    for raw, ex in zip(_raw("quotesum"), quotesum):
+def test_limit_keeps_the_first_lines_of_the_shared_file(shared_data):
+    assert [e.id for e in load_dataset("kv", limit=3)] == [e.id for e in load_dataset("kv", shared_data)[:3]]
+
+
+def test_quotesum_sources_are_title_plus_text(sets_dir):
+    quotesum = load_dataset("quotesum", sets_dir)
+    for raw, ex in zip(_raw("quotesum", sets_dir), quotesum, strict=True):
         assert ex.id == raw["id"]
         for rs, s in zip(raw["sources"], ex.sources):
             assert rs["title"] is not None
@@ -101,7 +160,8 @@ def test_quotesum_sources_are_title_plus_text(quotesum):
             assert s.text[off:] == rs["text"]
 
 
-def test_quotesum_title_only_spans_are_now_in_the_gold_source(quotesum):
+def test_quotesum_title_only_spans_are_now_in_the_gold_source(shared_data):
+    quotesum = load_dataset("quotesum", shared_data)
     title_only = 0
     nowhere = 0
     for ex in quotesum:
@@ -129,9 +189,10 @@ def test_gold_ranges_are_shifted_by_the_title(tmp_path):
     assert s.text[g.start : g.end] == src["text"][4:20]
 
 
-def test_nq_gold_passage_shift(nq):
-    raws = _raw("nq")
-    for raw, ex in zip(raws, nq):
+def test_nq_gold_passage_shift(sets_dir):
+    nq = load_dataset("nq", sets_dir)
+    raws = _raw("nq", sets_dir)
+    for raw, ex in zip(raws, nq, strict=True):
         (rg,) = raw["gold"]
         (g,) = ex.gold
         s = ex.sources[ex.source_index(g.source_id)]
@@ -145,9 +206,9 @@ def test_nq_gold_passage_shift(nq):
     assert ex.spans[0].start == 0 and ex.spans[0].end == len(ex.answer)
 
 
-def test_sets_without_titles_keep_text_unchanged():
+def test_sets_without_titles_keep_text_unchanged(sets_dir):
     for name in ("verigran", "kv", "wice"):
-        for raw, ex in zip(_raw(name)[:40], load_dataset(name, limit=40)):
+        for raw, ex in zip(_raw(name, sets_dir)[:40], load_dataset(name, sets_dir, limit=40), strict=True):
             for rs, s in zip(raw["sources"], ex.sources):
                 assert rs["title"] is None
                 assert s.text == rs["text"]
@@ -157,10 +218,13 @@ def test_sets_without_titles_keep_text_unchanged():
             ]
 
 
-def test_kv_answer_is_the_whole_gold_value():
-    exs = load_dataset("kv")
+def test_kv_gold_positions_of_the_shared_file(shared_data):
+    exs = load_dataset("kv", shared_data)
     assert Counter(e.meta["gold_index"] for e in exs) == {0: 84, 24: 87, 49: 84, 74: 87}
-    for e in exs:
+
+
+def test_kv_answer_is_the_whole_gold_value(sets_dir):
+    for e in load_dataset("kv", sets_dir):
         assert len(e.sources) == 75 and len(e.answer) == 36
         (sp,) = e.spans
         assert (sp.start, sp.end, sp.source_ids) == (0, 36, (str(e.meta["gold_index"]),))
@@ -168,8 +232,8 @@ def test_kv_answer_is_the_whole_gold_value():
         assert holders == [str(e.meta["gold_index"])]
 
 
-def test_verigran_details():
-    exs = load_dataset("verigran")
+def test_verigran_details(shared_data):
+    exs = load_dataset("verigran", shared_data)
     assert [e.id for e in exs if not e.spans] == ["verigran-dev-2", "verigran-test-84"]
     test = [e for e in exs if e.meta["orig_split"] == "test"]
     assert (len(test), sum(len(e.spans) for e in test)) == (155, 247)
@@ -180,8 +244,8 @@ def test_verigran_details():
             assert (g.start, g.end) == (0, len(e.sources[e.source_index(g.source_id)].text))
 
 
-def test_wice_details():
-    exs = load_dataset("wice")
+def test_wice_details(shared_data):
+    exs = load_dataset("wice", shared_data)
     assert Counter(e.meta["label"] for e in exs) == {
         "supported": 168,
         "partially_supported": 301,
@@ -203,7 +267,7 @@ def test_wice_details():
 )
 def test_bad_arguments(name, limit, exc):
     with pytest.raises(exc):
-        load_dataset(name, limit=limit)
+        load_dataset(name, FIXTURES, limit=limit)
 
 
 def test_missing_paths(tmp_path):

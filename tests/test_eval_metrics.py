@@ -1,4 +1,9 @@
-"""Evaluation metrics (hand-made cases), order control, the span runner and the CLI glue."""
+"""Evaluation metrics (hand-made cases), order control, the span runner and the CLI glue.
+
+Runner tests read the committed fixture sets (``fixture_data``: tests/data/sets, a few
+verbatim lines of each real file); counts of the real files take ``shared_data`` (skipped
+when the full sets are absent).
+"""
 
 from __future__ import annotations
 
@@ -78,7 +83,8 @@ def test_all_is_exact():
         "tokenshapley_rag._model_baselines",
     ],
 )
-def test_doctests(module):
+def test_doctests(module, default_sets):
+    # _data and _runner load with the default folder: the full sets, else the fixtures
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0
     assert res.failed == 0
@@ -147,8 +153,8 @@ def test_span_class_each_case_and_case_insensitivity():
         ("kv", {"gold-only": 342}),
     ],
 )
-def test_span_class_counts_on_dev(name, counts):
-    got = Counter(span_class(e, sp) for e in load_dataset(name) for sp in e.spans)
+def test_span_class_counts_on_dev(name, counts, shared_data):
+    got = Counter(span_class(e, sp) for e in load_dataset(name, shared_data) for sp in e.spans)
     assert got == counts
     assert set(got) <= set(SPAN_CLASSES)
 
@@ -174,10 +180,10 @@ def test_permute_example_reorders_sources_only():
     ).permutation(6).tolist()
 
 
-def test_permutations_vary_by_example_so_two_source_examples_get_swapped():
+def test_permutations_vary_by_example_so_two_source_examples_get_swapped(shared_data):
     # default_rng(seed).permutation(2) is the identity for seeds 0, 1, 2; ours is not
     assert all(np.random.default_rng(s).permutation(2).tolist() == [0, 1] for s in (0, 1, 2))
-    qs2 = [e for e in load_dataset("quotesum") if len(e.sources) == 2]
+    qs2 = [e for e in load_dataset("quotesum", shared_data) if len(e.sources) == 2]
     assert len(qs2) == 80
     for seed in SOURCE_PERMUTATION_SEEDS:
         swapped = sum(permute_example(e, seed)[1].tolist() == [1, 0] for e in qs2)
@@ -254,9 +260,9 @@ def test_ranking_metrics_f1_of_means_and_no_gold_examples():
     assert sorted(ranking_metrics([r1], [g1])) == list(range(1, 11))
 
 
-def test_ranking_on_real_nq_gold():
+def test_ranking_on_real_nq_gold(sets_dir):
     """With the gold passage ranked first as one candidate, P@1 = R@1 = 1 on every NQ example."""
-    exs = load_dataset("nq", limit=20)
+    exs = load_dataset("nq", sets_dir, limit=20)
     rankings = [
         [(g.source_id, g.start, g.end) for g in e.gold] + [(s.id, 0, len(s.text)) for s in e.sources] for e in exs
     ]
@@ -339,8 +345,8 @@ class Counting:
         return self.inner.score_spans(example)
 
 
-def test_run_span_eval_three_examples_by_hand():
-    exs = load_dataset("quotesum", limit=3)
+def test_run_span_eval_three_examples_by_hand(fixture_data):
+    exs = load_dataset("quotesum", fixture_data, limit=3)  # the real file's first 3 lines
     rep = run_span_eval("quotesum", LexicalAttributor(), exs, progress=False)
     lex = LexicalAttributor()
     rows = [lex.score_spans(e) for e in exs]
@@ -374,8 +380,8 @@ def test_run_span_eval_three_examples_by_hand():
     assert [r["id"] for r in rep.records] == [e.id for e in exs]
 
 
-def test_run_span_eval_without_order_control_calls_once():
-    exs = load_dataset("kv", limit=3)
+def test_run_span_eval_without_order_control_calls_once(fixture_data):
+    exs = load_dataset("kv", fixture_data, limit=3)
     att = Counting()
     rep = run_span_eval("kv", att, exs, order_control=False, progress=False)
     assert att.calls == {e.id: 1 for e in exs}
@@ -383,16 +389,16 @@ def test_run_span_eval_without_order_control_calls_once():
     assert rep.config["permutation_seeds"] == []
 
 
-def test_verigran_statements_without_spans_are_skipped():
-    exs = [e for e in load_dataset("verigran", limit=20)]
-    assert any(e.id == "verigran-dev-2" for e in exs)
+def test_verigran_statements_without_spans_are_skipped(fixture_data):
+    exs = load_dataset("verigran", fixture_data)
+    assert [e.id for e in exs if not e.spans] == ["verigran-test-84"]
     rep = run_span_eval("verigran", LexicalAttributor(), exs, order_control=False, progress=False)
     assert rep.metrics["n_skipped_no_spans"] == 1
     assert rep.n == len(exs) - 1
 
 
-def test_resume_after_a_kill_has_no_duplicates(tmp_path):
-    exs = load_dataset("quotesum", limit=3)
+def test_resume_after_a_kill_has_no_duplicates(tmp_path, fixture_data):
+    exs = load_dataset("quotesum", fixture_data, limit=3)
     part = tmp_path / "run.partial.jsonl"
     full = run_span_eval("quotesum", Counting(), exs, progress=False, resume_path=part)
     lines = part.read_text(encoding="utf-8").splitlines()
@@ -414,8 +420,8 @@ def test_resume_after_a_kill_has_no_duplicates(tmp_path):
     assert len(part.read_text(encoding="utf-8").splitlines()) == 3
 
 
-def test_resume_refuses_a_partial_file_of_another_run(tmp_path):
-    exs = load_dataset("kv", limit=2)
+def test_resume_refuses_a_partial_file_of_another_run(tmp_path, fixture_data):
+    exs = load_dataset("kv", fixture_data, limit=2)
     part = tmp_path / "p.jsonl"
     run_span_eval("kv", LexicalAttributor(), exs, progress=False, resume_path=part)
     with pytest.raises(InvalidInputError, match="method"):
@@ -424,8 +430,8 @@ def test_resume_refuses_a_partial_file_of_another_run(tmp_path):
         run_span_eval("kv", LexicalAttributor(), exs, order_control=False, progress=False, resume_path=part)
 
 
-def test_run_span_eval_validation():
-    exs = load_dataset("kv", limit=2)
+def test_run_span_eval_validation(fixture_data):
+    exs = load_dataset("kv", fixture_data, limit=2)
     with pytest.raises(InvalidInputError, match="span sets"):
         run_span_eval("nq", LexicalAttributor(), exs, progress=False)
     with pytest.raises(InvalidInputError, match="duplicate"):
@@ -442,7 +448,7 @@ def test_run_span_eval_validation():
     with pytest.raises(InvalidInputError, match=r"shape \(1, 3\).*\(1, 75\)"):
         run_span_eval("kv", Bad(), exs, progress=False)
     with pytest.raises(InvalidInputError, match="whole answer"):
-        run_span_eval("kv", LexicalAttributor(), load_dataset("quotesum", limit=1), progress=False)
+        run_span_eval("kv", LexicalAttributor(), load_dataset("quotesum", fixture_data, limit=1), progress=False)
 
 
 # ----------------------------------------------------------------------------- CLI glue
@@ -469,7 +475,8 @@ def test_cli_arguments_defaults_and_errors(capsys):
             _parse(bad)
 
 
-def test_run_eval_writes_json_and_resumes(tmp_path, capsys):
+def test_run_eval_writes_json_and_resumes(tmp_path, capsys, fixture_data):
+    data = ["--data", str(fixture_data)]
     out = tmp_path / "sub" / "kv.json"
     made = []
 
@@ -477,19 +484,19 @@ def test_run_eval_writes_json_and_resumes(tmp_path, capsys):
         made.append((method, args.beta))
         return make_baseline(method)
 
-    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--beta", "16", "--method", "lexical"])
+    args = _parse(["--dataset", "kv", *data, "--limit", "3", "--json", str(out), "--beta", "16", "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert made == [("lexical", 16)]
     rep = json.loads(out.read_text(encoding="utf-8"))
     assert rep["dataset"] == "kv" and rep["n"] == 3 and rep["metrics"]["accuracy"] == 1.0
-    assert rep["config"]["beta"] == 16 and rep["config"]["limit"] == 3
+    assert rep["config"]["beta"] == 16 and rep["config"]["limit"] == 3 and rep["config"]["data"] == str(fixture_data)
     assert json.loads(capsys.readouterr().out) == rep
     assert len(partial_path(out).read_text(encoding="utf-8").splitlines()) == 3
     # --resume reuses the rows; without it the partial file starts over
-    args = _parse(["--dataset", "kv", "--limit", "3", "--json", str(out), "--resume", "--method", "lexical"])
+    args = _parse(["--dataset", "kv", *data, "--limit", "3", "--json", str(out), "--resume", "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["config"]["n_resumed"] == 3
-    args = _parse(["--dataset", "kv", "--limit", "2", "--json", str(out), "--method", "lexical"])
+    args = _parse(["--dataset", "kv", *data, "--limit", "2", "--json", str(out), "--method", "lexical"])
     assert run_eval(args, factory) == 0
     assert len(partial_path(out).read_text(encoding="utf-8").splitlines()) == 2
 

@@ -1,7 +1,8 @@
 """Every method on every set with the real models, on 3 small examples each (slow).
 
-The 3 examples of each set are its 3 shortest dev examples (by context length, VeriGran's
-among those with spans), written to a temporary data folder, so the smoke runs stay small.
+The 3 examples of each set are the committed fixture examples (tests/data/sets: short real
+dev examples, VeriGran's among those with spans), written to a temporary data folder, so the
+smoke runs stay small and need no full sets.
 KV contexts are cut from 75 to 10 key/value pairs (the gold pair and the first 9 others):
 a 75-pair context is ~4k tokens, whose whole-context forward passes (HidSim, ContextCite)
 take about a minute per example on 2 cores. NQ answers and CNN/DM summaries are generated
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,6 @@ from tokenshapley_rag.eval._methods import TokenShapleyAttributor
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(os.path.normpath(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 MAX_NEW = 16
 
 
@@ -48,10 +47,10 @@ def _size(raw: dict) -> int:
 
 
 @pytest.fixture(scope="session")
-def tiny_data(tmp_path_factory) -> Path:
+def tiny_data(tmp_path_factory, fixture_data) -> Path:
     root = tmp_path_factory.mktemp("tiny-data")
     for name in ("quotesum", "verigran", "kv", "nq", "cnndm", "wice"):
-        lines = (DATA / name / "dev.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (fixture_data / name / "dev.jsonl").read_text(encoding="utf-8").splitlines()
         raws = [json.loads(x) for x in lines if x.strip()]
         if name == "verigran":
             raws = [r for r in raws if r["spans"]]

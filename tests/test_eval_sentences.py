@@ -1,5 +1,9 @@
 """Sentence-level protocols (NQ, WiCE, CNN/DM) without a model: candidates, ablation, the
-model-free baselines' sentence scores, the runners (with a deterministic fake LM) and the CLI."""
+model-free baselines' sentence scores, the runners (with a deterministic fake LM) and the CLI.
+
+The runners read the committed fixture sets (``fixture_data``: tests/data/sets, a few verbatim
+lines of each real file); the NQ gold check also runs on the full sets when present.
+"""
 
 from __future__ import annotations
 
@@ -65,8 +69,8 @@ def test_sentence_units_skip_titles_and_keep_offsets():
         sentence_units(["text"])  # type: ignore[list-item]
 
 
-def test_nq_gold_sentences_are_the_gold_passage_text():
-    for ex in load_dataset("nq", limit=25):
+def test_nq_gold_sentences_are_the_gold_passage_text(sets_dir):
+    for ex in load_dataset("nq", sets_dir, limit=25):
         units = sentence_units(ex.sources)
         (g,) = ex.gold
         gold_units = [u for u in units if u.source_id == g.source_id]
@@ -178,8 +182,8 @@ def test_random_sentence_scores_are_seeded():
 # ----------------------------------------------------------------------------- WiCE ranking
 
 
-def test_wice_ranking_by_hand_and_resume(tmp_path):
-    exs = load_dataset("wice", limit=6)
+def test_wice_ranking_by_hand_and_resume(tmp_path, fixture_data):
+    exs = load_dataset("wice", fixture_data)  # one claim of each label, the unsupported one without gold
     lex = LexicalAttributor()
     part = tmp_path / "w.partial.jsonl"
     rep = run_ranking_eval("wice", lex, exs, progress=False, resume_path=part)
@@ -193,13 +197,13 @@ def test_wice_ranking_by_hand_and_resume(tmp_path):
         golds.append(ex.gold)
     want = ranking_metrics(rankings, golds)
     m = rep.metrics
-    assert rep.n == 6 and m["n_examples"] == 6 and m["n_skipped"] == {}
+    assert rep.n == 3 and m["n_examples"] == 3 and m["n_skipped"] == {}
     assert m["recall@5"] == pytest.approx(want[5]["recall"]) and m["precision@5"] == pytest.approx(want[5]["precision"])
     assert m["f1@5"] == pytest.approx(want[5]["f1"]) and m["recall@10"] == pytest.approx(want[10]["recall"])
     assert m["n_no_gold"] == sum(1 for g in golds if not g) == 1
     assert set(m["by_k"]) == {str(k) for k in range(1, 11)}
     sep = m["label_separation"]["max_sentence"]
-    assert sep["n"] == {"supported": 2, "partially_supported": 3, "not_supported": 1}
+    assert sep["n"] == {"supported": 1, "partially_supported": 1, "not_supported": 1}
     best = [r["support"]["max_sentence"] for r in rep.records]
     assert sep["auroc_supported_vs_not"] == label_separation(best, [e.meta["label"] for e in exs])["auroc_supported_vs_not"]
     out = rep.to_json()
@@ -213,18 +217,18 @@ def test_wice_ranking_by_hand_and_resume(tmp_path):
             raise AssertionError("should have been resumed")
 
     again = run_ranking_eval("wice", Boom(), exs, progress=False, resume_path=part)
-    assert again.config["n_resumed"] == 6 and again.metrics == rep.metrics
+    assert again.config["n_resumed"] == 3 and again.metrics == rep.metrics
 
 
-def test_wice_drops_empty_evidence_sentences():
-    ex = next(e for e in load_dataset("wice") if any(not s.text.strip() for s in e.sources))
+def test_wice_drops_empty_evidence_sentences(fixture_data):
+    ex = next(e for e in load_dataset("wice", fixture_data) if any(not s.text.strip() for s in e.sources))
     rep = run_ranking_eval("wice", LexicalAttributor(), [ex], progress=False)
     (row,) = rep.records
     assert row["n_candidates"] == sum(1 for s in ex.sources if s.text.strip()) < len(ex.sources)
 
 
-def test_ranking_eval_validation(fake_lm):
-    exs = load_dataset("wice", limit=2)
+def test_ranking_eval_validation(fake_lm, fixture_data):
+    exs = load_dataset("wice", fixture_data, limit=2)
     with pytest.raises(InvalidInputError, match="nq"):
         run_ranking_eval("quotesum", LexicalAttributor(), exs, progress=False)
     with pytest.raises(InvalidInputTypeError):
@@ -232,7 +236,7 @@ def test_ranking_eval_validation(fake_lm):
     with pytest.raises(InvalidInputError, match="duplicate"):
         run_ranking_eval("wice", LexicalAttributor(), exs + exs[:1], progress=False)
     with pytest.raises(InvalidInputError, match="lm="):
-        run_ranking_eval("nq", LexicalAttributor(), load_dataset("nq", limit=1), progress=False)
+        run_ranking_eval("nq", LexicalAttributor(), load_dataset("nq", fixture_data, limit=1), progress=False)
 
     class Bad:
         name = "bad"
@@ -247,8 +251,8 @@ def test_ranking_eval_validation(fake_lm):
 # ----------------------------------------------------------------------------- NQ with a fake LM
 
 
-def test_nq_generates_once_and_every_method_reuses_the_answer(fake_lm, tmp_path):
-    exs = load_dataset("nq", limit=3)
+def test_nq_generates_once_and_every_method_reuses_the_answer(fake_lm, tmp_path, fixture_data):
+    exs = load_dataset("nq", fixture_data, limit=3)
     cache = GenerationCache(tmp_path / "gen.jsonl")
     reps = [
         run_ranking_eval("nq", m, exs, lm=fake_lm, generations=cache, progress=False)
@@ -285,8 +289,8 @@ def test_generation_cache_keys_and_truncated_lines(tmp_path):
     assert d.get("nq-answer", "q3", "fp1", 64) is None
 
 
-def test_empty_generated_answers_are_skipped_and_counted(fake_lm_cls):
-    exs = load_dataset("nq", limit=2)
+def test_empty_generated_answers_are_skipped_and_counted(fake_lm_cls, fixture_data):
+    exs = load_dataset("nq", fixture_data, limit=2)
     rep = run_ranking_eval("nq", LexicalAttributor(), exs, lm=fake_lm_cls(empty_for={exs[0].question}), progress=False)
     assert rep.n == 1 and rep.metrics["n_skipped"] == {"empty_response": 1}
     assert rep.records[0]["skipped"] == "empty_response" and "ranking" not in rep.records[0]
@@ -312,9 +316,9 @@ def test_cnndm_ablation_by_hand(fake_lm):
     assert rep.config["query"] == CNNDM_QUERY
 
 
-def test_cnndm_on_real_articles_resumes_and_skips_empty(tmp_path, fake_lm_cls):
+def test_cnndm_on_real_articles_resumes_and_skips_empty(tmp_path, fake_lm_cls, fixture_data):
     FakeLM = fake_lm_cls
-    exs = load_dataset("cnndm", limit=3)
+    exs = load_dataset("cnndm", fixture_data, limit=3)
     lm = FakeLM()
     part = tmp_path / "c.partial.jsonl"
     rep = run_ablation_eval(ExactMatchAttributor(), exs, lm=lm, progress=False, resume_path=part)
@@ -340,7 +344,7 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-def test_run_eval_for_every_sentence_set(tmp_path, capsys, fake_lm):
+def test_run_eval_for_every_sentence_set(tmp_path, capsys, fake_lm, fixture_data):
     lm = fake_lm
     made = []
 
@@ -350,7 +354,7 @@ def test_run_eval_for_every_sentence_set(tmp_path, capsys, fake_lm):
 
     for name in ("wice", "nq", "cnndm"):
         out = tmp_path / f"{name}.json"
-        argv = ["--dataset", name, "--limit", "2", "--method", "lexical", "--json", str(out), "--generations", str(tmp_path / "g.jsonl")]
+        argv = ["--dataset", name, "--data", str(fixture_data), "--limit", "2", "--method", "lexical", "--json", str(out), "--generations", str(tmp_path / "g.jsonl")]
         assert run_eval(_parse(argv), lambda m, a: make_baseline(m), lm_factory) == 0
         rep = json.loads(out.read_text(encoding="utf-8"))
         assert set(rep) == {"dataset", "method", "n", "metrics", "seconds_per_example", "config"}

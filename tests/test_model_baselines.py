@@ -186,13 +186,13 @@ def test_contextcite_on_the_fake_lm(fake_lm):
         ContextCiteAttributor(fake_lm, beta=0)
 
 
-def test_model_baselines_run_through_the_runners(fake_lm):
+def test_model_baselines_run_through_the_runners(fake_lm, fixture_data):
     for name in ("hidsim", "contextcite"):
         att = make_baseline(name, beta=4, loaded=fake_lm)
-        rep = run_span_eval("kv", att, load_dataset("kv", limit=2), order_control=False, progress=False)
+        rep = run_span_eval("kv", att, load_dataset("kv", fixture_data, limit=2), order_control=False, progress=False)
         assert rep.n == 2 and rep.metrics["n_spans"] == 2
-        rep = run_ranking_eval("wice", att, load_dataset("wice", limit=2), progress=False)
+        rep = run_ranking_eval("wice", att, load_dataset("wice", fixture_data, limit=2), progress=False)
         assert rep.n == 2 and 0.0 <= rep.metrics["recall@5"] <= 1.0
     # with one-hot states, HidSim finds the KV value's pair exactly
-    rep = run_span_eval("kv", make_baseline("hidsim", loaded=fake_lm), load_dataset("kv", limit=3), order_control=False, progress=False)
+    rep = run_span_eval("kv", make_baseline("hidsim", loaded=fake_lm), load_dataset("kv", fixture_data, limit=3), order_control=False, progress=False)
     assert rep.metrics["accuracy"] == 1.0

@@ -1,8 +1,17 @@
 """Loaders for the six shared evaluation sets (JSONL, one example a line).
 
-The files live outside the project, in ``shared/data/<name>/<split>.jsonl`` (schema in
-``shared/data/README.md``). :func:`load_dataset` reads one of them into frozen dataclasses
+The files live outside the project, in ``<data folder>/<name>/<split>.jsonl`` (schema in the
+data folder's ``README.md``). :func:`load_dataset` reads one of them into frozen dataclasses
 and validates it on the way in, so every metric downstream can trust the offsets.
+
+Where the data folder is
+------------------------
+``load_dataset(name, data_dir)`` (``tokenshapley eval --data PATH``) reads ``data_dir``.
+Without one, :func:`default_data_dir` decides: the folder named by the environment variable
+``TOKENSHAPLEY_DATA`` when it is set (and not empty), else ``../shared/data`` relative to the
+project root (the folder that holds the ``tokenshapley_rag`` package), where CI keeps it.
+A missing folder raises :class:`DatasetNotFoundError`, whose message names the folder it
+looked in and how to point to the data.
 
 Title handling (the same rule for every set)
 ---------------------------------------------
@@ -57,8 +66,18 @@ ATTRIBUTION_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv", "nq", "wi
 SPAN_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv")
 
 
+#: Environment variable naming the data folder; it overrides ``../shared/data``
+#: (see :func:`default_data_dir`). An explicit ``data_dir`` / ``--data`` overrides both.
+DATA_ENV_VAR = "TOKENSHAPLEY_DATA"
+
+
 class DatasetNotFoundError(TokenShapleyError, FileNotFoundError):
-    """The data directory or a set's JSONL file does not exist."""
+    """The data directory or a set's JSONL file does not exist.
+
+    The message names the path that was looked at, where that path came from (``data_dir`` /
+    ``--data``, ``TOKENSHAPLEY_DATA`` or the ``../shared/data`` default) and how to point to
+    the data instead.
+    """
 
 
 class DatasetFormatError(InvalidInputError):
@@ -211,19 +230,52 @@ class SummaryExample:
 
 
 
-def default_data_dir() -> Path:
-    """The shared data folder: ``<project root>/../shared/data``, normalised.
+def _project_data_dir() -> Path:
+    """``<project root>/../shared/data``, normalised (the fallback of :func:`default_data_dir`)."""
+    root = Path(__file__).resolve().parents[2]
+    return Path(os.path.normpath(root / ".." / "shared" / "data"))
 
-    The project root is the folder that holds the ``tokenshapley_rag`` package, so the
-    default works from any working directory.
+
+def default_data_dir() -> Path:
+    """The data folder used when no ``data_dir`` (``--data``) is given.
+
+    The folder named by the ``TOKENSHAPLEY_DATA`` environment variable when it is set and
+    not empty (``~`` expanded, made absolute); otherwise ``<project root>/../shared/data``,
+    normalised. The project root is the folder that holds the ``tokenshapley_rag`` package,
+    so the default works from any working directory. The folder need not exist:
+    :func:`load_dataset` checks that.
 
     Examples
     --------
-    >>> default_data_dir().parts[-2:]
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"TOKENSHAPLEY_DATA": ""}):
+    ...     default_data_dir().parts[-2:]
     ('shared', 'data')
+    >>> with mock.patch.dict(os.environ, {"TOKENSHAPLEY_DATA": "/srv/eval-sets"}):
+    ...     default_data_dir().parts[-2:]
+    ('srv', 'eval-sets')
     """
-    root = Path(__file__).resolve().parents[2]
-    return Path(os.path.normpath(root / ".." / "shared" / "data"))
+    env = os.environ.get(DATA_ENV_VAR, "")
+    if env:
+        return Path(os.path.abspath(os.path.expanduser(env)))
+    return _project_data_dir()
+
+
+def _data_dir_origin(data_dir: str | os.PathLike[str] | None) -> str:
+    """Where the folder :func:`load_dataset` reads came from, for error messages."""
+    if data_dir is not None:
+        return "given as data_dir (--data)"
+    if os.environ.get(DATA_ENV_VAR, ""):
+        return f"from the {DATA_ENV_VAR} environment variable"
+    return "the default: ../shared/data next to the project"
+
+
+_HOW_TO_POINT = (
+    "point to the folder that holds the set folders ("
+    + ", ".join(f"{n}/" for n in DATASETS)
+    + f") with --data PATH (tokenshapley eval), load_dataset(name, data_dir), "
+    f"or the {DATA_ENV_VAR} environment variable"
+)
 
 
 def load_dataset(
@@ -241,7 +293,8 @@ def load_dataset(
         The set (a folder of ``data_dir``).
     data_dir : str or path-like, default=None
         Folder holding the six set folders. None means :func:`default_data_dir`
-        (``../shared/data`` relative to the project root). Any path is accepted.
+        (``$TOKENSHAPLEY_DATA`` if set, else ``../shared/data`` relative to the project
+        root). Any path is accepted.
     limit : int, default=None
         Keep only the first ``limit`` examples of the file (file order). None keeps all.
     split : str, default="dev"
@@ -258,7 +311,9 @@ def load_dataset(
     InvalidInputError
         Unknown ``name``, or ``limit`` not a positive integer.
     DatasetNotFoundError
-        The data folder or ``<name>/<split>.jsonl`` does not exist.
+        The data folder or ``<name>/<split>.jsonl`` does not exist. The message names the
+        path, where it came from, and how to point to the data (``--data`` or
+        ``TOKENSHAPLEY_DATA``).
     DatasetFormatError
         A line is not JSON, misses a field, has duplicate source ids, a span whose
         ``answer[start:end] != text``, a span or gold range citing an unknown source,
@@ -285,10 +340,16 @@ def load_dataset(
         raise InvalidInputError(f"split must be a non-empty str, got {split!r}")
     base = default_data_dir() if data_dir is None else Path(data_dir).expanduser()
     if not base.is_dir():
-        raise DatasetNotFoundError(f"data directory {str(base)!r} does not exist")
+        raise DatasetNotFoundError(
+            f"data directory {str(base)!r} does not exist ({_data_dir_origin(data_dir)}); "
+            f"{_HOW_TO_POINT}"
+        )
     path = base / name / f"{split}.jsonl"
     if not path.is_file():
-        raise DatasetNotFoundError(f"dataset file {str(path)!r} does not exist")
+        raise DatasetNotFoundError(
+            f"dataset file {str(path)!r} does not exist (data directory {str(base)!r}, "
+            f"{_data_dir_origin(data_dir)}); {_HOW_TO_POINT}"
+        )
 
     parse = _parse_summary if name == "cnndm" else _parse_attribution
     out: list[Any] = []
