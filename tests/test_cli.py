@@ -70,3 +70,13 @@ def test_demo_drops_an_unfinished_last_sentence(text, kept):
     from tokenshapley_rag.cli import _complete_sentences
 
     assert _complete_sentences(text) == kept
+
+
+def test_engine_options_include_device_and_disk_cache_opt_out():
+    from tokenshapley_rag.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["attribute", "--query", "q", "--source", "a.txt", "--response", "r", "--device", "cuda:1", "--no-disk-cache"]
+    )
+    assert args.device == "cuda:1" and args.no_disk_cache
+    assert build_parser().parse_args(["demo"]).device == "cpu"

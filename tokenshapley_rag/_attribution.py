@@ -23,6 +23,7 @@ from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._support import (
+    PREDICATE_TOLERANCE,
     VALUE_KINDS,
     SentenceFacts,
     holding_mask,
@@ -1275,30 +1276,50 @@ class TokenShapley:
         for r, (_, members) in enumerate(cited):
             weights[r, members] = 0.0
         predicate = weights @ scores
-        # The subject of each answer sentence: its first name keyword.
+        # The claim's anchor: the sources that hold the most of the answer sentence's other
+        # numbers, dates and names, its subject (first name) counting twice.
         kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
         subject: dict[int, int] = {}
         for r, (kw, _) in enumerate(cited):
             if kw.kind == "name":
                 subject.setdefault(kw_sentence[r], r)
+        held_by_source = np.zeros((n_kw, n_sources), dtype=bool)
+        rows, cols = np.nonzero(held)
+        held_by_source[rows, sentence_source[cols]] = True
         answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
         statuses: list[str] = []
         allowed = np.zeros_like(held)
         rivals: list[int] = []
+        # Items of one list ("A, B and C") are alternatives an answer may take from
+        # different sources: they are not each other's anchor.
+        group = list(range(n_kw))
+        for r in range(1, n_kw):
+            a, b = cited[r - 1][0], cited[r][0]
+            if a.kind == b.kind and a.kind in VALUE_KINDS and _LIST_JOINER.fullmatch(response[a.end : b.start]):
+                group[r] = group[r - 1]
         for r in range(n_kw):
-            anchor = subject.get(kw_sentence[r], r)
+            others = [
+                o for o in range(n_kw)
+                if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
+                and held_by_source[o].any()
+            ]
             subject_sources = None
-            if anchor != r and held[anchor].any():
-                subject_sources = np.zeros(n_sources, dtype=bool)
-                subject_sources[sentence_source[held[anchor]]] = True
+            if others:
+                weight = np.array([2.0 if subject.get(kw_sentence[r]) == o else 1.0 for o in others])
+                agreement = weight @ held_by_source[others]
+                subject_sources = agreement == agreement.max()
             status, ok, rival = keyword_status(
                 kfacts[r], held[r], subject_sources, predicate[r], sentence_source, facts,
                 answer_facts.get(kw_sentence[r]) or sentence_facts(""),
+                1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
             )
             statuses.append(status)
             allowed[r] = ok
             rivals.append(rival)
         return statuses, allowed, rivals
+
+
+_LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*", re.IGNORECASE)
 
 
 def _fallback_citation(

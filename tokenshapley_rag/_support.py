@@ -224,6 +224,7 @@ def keyword_status(
     sentence_source: np.ndarray,
     facts: list[SentenceFacts],
     answer: SentenceFacts,
+    tolerance: float = PREDICATE_TOLERANCE,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -233,8 +234,9 @@ def keyword_status(
     k : the keyword's facts
     held : (n_sentences,) bool, the sentences holding it (:func:`holding_mask`)
     subject_sources : (n_sources,) bool or None
-        The sources holding the answer sentence's subject (its first name keyword other
-        than ``k``); None when the sentence has none or ``k`` is it.
+        The claim's anchor: the sources that hold the most of the answer sentence's other
+        numbers, dates and names (its subject, the first name, counting twice); None when
+        the sentence has no other held value.
     predicate : (n_sentences,) float
         The predicate game's value for each sentence: the context game of the keyword's
         answer sentence over its tokens that belong to no number, date or name keyword
@@ -249,8 +251,11 @@ def keyword_status(
     predicate value among those that state another value of the keyword's kind, in the
     subject's sources (any source when there is no subject); the keyword is contradicted
     when the rival exists, its predicate value is positive and at least
-    :data:`PREDICATE_TOLERANCE` times that of every sentence of the sources holding the
-    keyword. Failing that, a held keyword is supported (by sentences
+    ``tolerance`` (:data:`PREDICATE_TOLERANCE`) times that of every sentence of the
+    sources holding the keyword. The subject itself is overturned only by a clearly
+    better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``): when the subject and the
+    values come from different documents stating the same predicate, the claim is about
+    its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
     of other sources: an answer may combine sources) and an unheld one is unsupported.
     """
     if k.kind not in VALUE_KINDS:
@@ -272,7 +277,7 @@ def keyword_status(
     # A holding source states the predicate in any of its sentences (the value in one, the
     # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
     holding_sources = np.isin(sentence_source, sentence_source[held])
-    if rival >= 0 and (not held.any() or best >= PREDICATE_TOLERANCE * float(predicate[holding_sources].max())):
+    if rival >= 0 and (not held.any() or best >= tolerance * float(predicate[holding_sources].max())):
         return "contradicted", np.zeros_like(held), rival
     if held.any():
         return "supported", held, -1

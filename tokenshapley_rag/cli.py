@@ -40,7 +40,7 @@ def _engine(args: argparse.Namespace) -> Any:
     t0 = time.perf_counter()
     ts = TokenShapley(
         model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir,
-        use_disk_cache=not getattr(args, "no_disk_cache", False),
+        device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False),
     )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
@@ -146,6 +146,10 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
         help="encoder weights (default float32; bfloat16 gives the same citations and is faster on some CPUs, slower on others)",
     )
     p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
+    p.add_argument(
+        "--device", default="cpu",
+        help="where the encoder runs: cpu (default), cuda, cuda:1, mps; search and Shapley values stay on the CPU",
+    )
     p.add_argument(
         "--no-disk-cache", action="store_true",
         help="keep the sources' sentence keys in memory only (nothing about the sources is written to disk)",

@@ -111,7 +111,8 @@ class LocalModelGenerator:
         class _StopWhenAsked(StoppingCriteria):
             # Lets close() end generation early instead of burning CPU for a gone client.
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool)
+                # On the ids' device: generate() combines it with CUDA tensors on a GPU.
+                return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool, device=input_ids.device)
 
         streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=True, timeout=self.timeout)
 

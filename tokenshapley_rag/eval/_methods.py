@@ -144,7 +144,7 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
             key: getattr(args, key)
             for key in (
                 "model", "layer", "k", "m", "dtype", "candidates", "match", "context_weight", "context_scale", "verbatim",
-                "cache_dir",
+                "cache_dir", "device",
             )
             if getattr(args, key, None) is not None
         }
