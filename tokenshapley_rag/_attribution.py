@@ -1304,9 +1304,12 @@ class TokenShapley:
                 and held_by_source[o].any()
             ]
             subject_sources = None
-            if others:
-                weight = np.array([2.0 if subject.get(kw_sentence[r]) == o else 1.0 for o in others])
-                agreement = weight @ held_by_source[others]
+            the_subject = subject.get(kw_sentence[r])
+            if the_subject is not None and the_subject != r and held_by_source[the_subject].any():
+                subject_sources = held_by_source[the_subject]  # a value is checked against the subject
+            elif the_subject == r and others:
+                # The subject is checked against the sources holding the most of the rest.
+                agreement = held_by_source[others].sum(axis=0)
                 subject_sources = agreement == agreement.max()
             status, ok, rival = keyword_status(
                 kfacts[r], held[r], subject_sources, predicate[r], sentence_source, facts,
@@ -1319,7 +1322,7 @@ class TokenShapley:
         return statuses, allowed, rivals
 
 
-_LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*", re.IGNORECASE)
+_LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 
 
 def _fallback_citation(

@@ -128,10 +128,14 @@ class SentenceCache:
         try:
             entry = self._read(path, text, encoder_key, self.width)
         except Exception as err:  # any failure to read back means the file is unusable
+            old_format = isinstance(err, _OldFormatError)
             with self._lock:
-                self.corrupt += 1
+                self.corrupt += 0 if old_format else 1
                 self.misses += 1
-            logger.warning("tokenshapley cache file %s is corrupt (%s); rebuilding it", path, err)
+            if old_format:  # written by an earlier release: replaced without alarm
+                logger.debug("tokenshapley cache file %s has an older format; rebuilding it", path)
+            else:
+                logger.warning("tokenshapley cache file %s is corrupt (%s); rebuilding it", path, err)
             try:
                 path.unlink()
             except OSError:
@@ -233,7 +237,7 @@ class SentenceCache:
         # BadZipFile on a mismatch): a flipped bit is caught without a second full read.
         with np.load(path, allow_pickle=False) as data:
             if int(data["version"][0]) != _FORMAT_VERSION:
-                raise ValueError(f"format version {int(data['version'][0])} != {_FORMAT_VERSION}")
+                raise _OldFormatError(f"format version {int(data['version'][0])} != {_FORMAT_VERSION}")
             if data["text"].tobytes().decode("utf-8") != text:
                 raise ValueError("stored text differs from the sentence (hash collision or wrong file)")
             if data["encoder"].tobytes().decode("utf-8") != encoder_key:
@@ -250,6 +254,10 @@ class SentenceCache:
         if not np.isfinite(keys).all():
             raise ValueError("non-finite keys")
         return CachedSentence(ids=ids, offsets=offsets, keys=keys)
+
+
+class _OldFormatError(ValueError):
+    """A cache file of another format version (an earlier release wrote it)."""
 
 
 def _digest(encoder_key: str, text: str, ids: np.ndarray, offsets: np.ndarray, keys: np.ndarray) -> bytes:
