@@ -362,8 +362,17 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
 
     >>> value_spans("From 2,850 km to -3.5 m.")
     [(5, 10, '2850'), (17, 21, '-3.5')]
+    >>> [v for _, _, v in value_spans("less than .3% or $.99, not 3")]
+    ['0.3', '0.99', '3']
     """
-    return [(m.start(), m.end(), number_value(m.group())) for m in _VALUE.finditer(text)]
+    out = []
+    for m in _VALUE.finditer(text):
+        a = m.start()
+        # A leading decimal point (".3%", "$.99") belongs to the number: .3 is not 3.
+        if a > 0 and text[a - 1] == "." and (a < 2 or not text[a - 2].isdigit()) and m.group()[:1].isdigit():
+            a -= 1
+        out.append((a, m.end(), number_value(text[a : m.end()])))
+    return out
 
 
 _WORD_RUN = re.compile(r"\w+")
