@@ -278,6 +278,25 @@ _HOW_TO_POINT = (
 )
 
 
+def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None, split: str = "dev") -> Path:
+    """``<data_dir>/<name>/<split>.jsonl`` (``data_dir`` None: :func:`default_data_dir`), or
+    :class:`DatasetNotFoundError` saying where it looked, why there, and how to point
+    elsewhere."""
+    base = default_data_dir() if data_dir is None else Path(data_dir).expanduser()
+    if not base.is_dir():
+        raise DatasetNotFoundError(
+            f"data directory {str(base)!r} does not exist ({_data_dir_origin(data_dir)}); "
+            f"{_HOW_TO_POINT}"
+        )
+    path = base / name / f"{split}.jsonl"
+    if not path.is_file():
+        raise DatasetNotFoundError(
+            f"dataset file {str(path)!r} does not exist (data directory {str(base)!r}, "
+            f"{_data_dir_origin(data_dir)}); {_HOW_TO_POINT}"
+        )
+    return path
+
+
 def load_dataset(
     name: str,
     data_dir: str | os.PathLike[str] | None = None,
@@ -338,18 +357,7 @@ def load_dataset(
             raise InvalidInputError(f"limit must be >= 1, got {limit}")
     if not isinstance(split, str) or not split:
         raise InvalidInputError(f"split must be a non-empty str, got {split!r}")
-    base = default_data_dir() if data_dir is None else Path(data_dir).expanduser()
-    if not base.is_dir():
-        raise DatasetNotFoundError(
-            f"data directory {str(base)!r} does not exist ({_data_dir_origin(data_dir)}); "
-            f"{_HOW_TO_POINT}"
-        )
-    path = base / name / f"{split}.jsonl"
-    if not path.is_file():
-        raise DatasetNotFoundError(
-            f"dataset file {str(path)!r} does not exist (data directory {str(base)!r}, "
-            f"{_data_dir_origin(data_dir)}); {_HOW_TO_POINT}"
-        )
+    path = dataset_path(name, data_dir, split)
 
     parse = _parse_summary if name == "cnndm" else _parse_attribution
     out: list[Any] = []

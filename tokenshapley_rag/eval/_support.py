@@ -37,7 +37,7 @@ import numpy as np
 from tokenshapley_rag._segment import STOPWORDS, find_keywords, split_sentences
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, TextTooLongError
-from tokenshapley_rag.eval._data import AttributionExample, DatasetNotFoundError, GoldSpan, default_data_dir
+from tokenshapley_rag.eval._data import AttributionExample, GoldSpan, dataset_path, default_data_dir
 from tokenshapley_rag.eval._metrics import auroc
 
 __all__ = [
@@ -851,10 +851,7 @@ class SupportClaim:
 def load_support_set(data_dir: str | os.PathLike[str] | None = None, *, limit: int | None = None) -> list[SupportClaim]:
     """Read ``<data_dir>/support/dev.jsonl`` (schema in its PROVENANCE.md); titles are folded
     into the source text as :func:`~tokenshapley_rag.eval.load_dataset` does."""
-    base = default_data_dir() if data_dir is None else Path(data_dir).expanduser()
-    path = base / "support" / "dev.jsonl"
-    if not path.is_file():
-        raise DatasetNotFoundError(f"dataset file {str(path)!r} does not exist")
+    path = dataset_path("support", data_dir)
     out: list[SupportClaim] = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
