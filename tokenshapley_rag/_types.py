@@ -103,10 +103,11 @@ class SourceAttribution:
         if not self.display_name:
             object.__setattr__(self, "display_name", self.source_id)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serializable dict of the fields."""
+    def to_dict(self, *, id_key: str = "source_id") -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields (``id_key``: the name of the id field,
+        e.g. ``"node_id"`` in LlamaIndex)."""
         return {
-            "source_id": self.source_id,
+            id_key: self.source_id,
             "display_name": self.display_name,
             "page": self.page,
             "score": float(self.score),
@@ -165,8 +166,11 @@ class KeywordCitation:
         """The highest-scoring source sentence, or None when nothing supports the keyword."""
         return self.sources[0] if self.sources else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, id_key: str = "source_id") -> dict[str, Any]:
         """Flat dict: the best source's fields at top level, all sources under ``sources``.
+
+        ``id_key`` names the source id field everywhere in it (``"node_id"``, ``"doc_id"``:
+        the integrations rename it and change nothing else).
 
         Keys: ``text, start, end, kind, status, supported, support, source_id,
         display_name, page, score, sentence, sentence_start, sentence_end, keyword_start,
@@ -184,7 +188,7 @@ class KeywordCitation:
             "status": self.status,
             "supported": bool(self.supported),
             "support": float(self.support),
-            "source_id": best.source_id if best else None,
+            id_key: best.source_id if best else None,
             "display_name": best.display_name if best else None,
             "page": best.page if best else None,
             "score": float(best.score) if best else None,
@@ -193,8 +197,8 @@ class KeywordCitation:
             "sentence_end": int(best.sentence_end) if best else None,
             "keyword_start": best.keyword_start if best else None,
             "keyword_end": best.keyword_end if best else None,
-            "sources": [s.to_dict() for s in self.sources],
-            "conflict": self.conflict.to_dict() if self.conflict is not None else None,
+            "sources": [s.to_dict(id_key=id_key) for s in self.sources],
+            "conflict": self.conflict.to_dict(id_key=id_key) if self.conflict is not None else None,
         }
 
 

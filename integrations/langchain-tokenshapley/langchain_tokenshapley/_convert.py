@@ -123,12 +123,8 @@ def citation_to_dict(
     (``index``, ``verdict``, ``score``). The best-source fields are None when no
     document supports the keyword.
     """
-    d = citation.to_dict()
-    out = {(("doc_id" if k == "source_id" else k)): v for k, v in d.items()}
-    out["sources"] = [{("doc_id" if k == "source_id" else k): v for k, v in s.items()} for s in d["sources"]]
-    if d["conflict"] is not None:
-        out["conflict"] = {("doc_id" if k == "source_id" else k): v for k, v in d["conflict"].items()}
-    doc_id = d["source_id"]
+    out = citation.to_dict(id_key="doc_id")
+    doc_id = out["doc_id"]
     out["metadata"] = dict(documents[doc_id].metadata) if doc_id is not None else None
     out["answer_sentence"] = None if verdict is None else {
         "index": verdict.index, "verdict": verdict.verdict, "score": verdict.score,

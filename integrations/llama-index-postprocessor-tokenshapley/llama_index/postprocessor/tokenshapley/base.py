@@ -104,16 +104,7 @@ def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
     core's docs), with ``source_id`` renamed to ``node_id`` at top level, in ``sources``
     and in ``conflict``; nothing else changes.
     """
-    return rename_source_id(citation.to_dict(), "node_id")
-
-
-def rename_source_id(d: Dict[str, Any], name: str) -> Dict[str, Any]:
-    """``d`` with every ``source_id`` key (top level, ``sources``, ``conflict``) renamed."""
-    out = {(name if k == "source_id" else k): v for k, v in d.items()}
-    out["sources"] = [{(name if k == "source_id" else k): v for k, v in s.items()} for s in d["sources"]]
-    if d.get("conflict") is not None:
-        out["conflict"] = {(name if k == "source_id" else k): v for k, v in d["conflict"].items()}
-    return out
+    return citation.to_dict(id_key="node_id")
 
 
 def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
