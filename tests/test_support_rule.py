@@ -7,6 +7,7 @@ from tokenshapley_rag import AttributionResult, KeywordCitation, SourceAttributi
 from tokenshapley_rag._attribution import TokenScores
 from tokenshapley_rag._segment import find_keywords, number_value
 from tokenshapley_rag._support import (
+    PREDICATE_AGREEMENT,
     PREDICATE_TOLERANCE,
     holding_mask,
     keyword_facts,
@@ -69,7 +70,7 @@ def test_light_stem_folds_inflections_only():
     assert light_stem("long") != light_stem("along")
 
 
-def _status(text, kind, answer, subject=None, predicate=None):
+def _status(text, kind, answer, subject=None, predicate=None, agreement=PREDICATE_AGREEMENT):
     k = keyword_facts(text, kind)
     mask = holding_mask(k, FACTS, SENTENCE_SOURCE)
     subj = None
@@ -77,7 +78,7 @@ def _status(text, kind, answer, subject=None, predicate=None):
         subj = np.zeros(4, dtype=bool)
         subj[SENTENCE_SOURCE[holding_mask(keyword_facts(subject, "name"), FACTS, SENTENCE_SOURCE)]] = True
     pred = np.zeros(len(SENTENCES)) if predicate is None else np.asarray(predicate, dtype=float)
-    return keyword_status(k, mask, subj, pred, SENTENCE_SOURCE, FACTS, sentence_facts(answer))
+    return keyword_status(k, mask, subj, pred, SENTENCE_SOURCE, FACTS, sentence_facts(answer), agreement=agreement)
 
 
 def test_value_held_with_the_subject_is_supported():
@@ -104,6 +105,26 @@ def test_unheld_value_is_contradicted_by_the_subjects_other_value_or_unsupported
     assert (status, rival) == ("unsupported", -1)  # no positive predicate value: no rival
     status, _, rival = _status("1,320 kilometres", "number", answer, "Rhine", [0.5, 1.0, 0.0, 0.0, 0.0])
     assert (status, rival) == ("contradicted", 1)  # only the Rhine's own sentence can contradict
+
+
+def test_value_held_only_where_the_predicate_is_not_stated_is_flagged():
+    # "Vienna" alone (no anchor): held by Meitner's page, but Curie's sentence states the
+    # claim's predicate ("... was born in") five times better.
+    answer = "Pierre's wife was born in Vienna."
+    weak_holder = [0.0, 0.0, 2.0, 0.1, 2.0 * PREDICATE_AGREEMENT - 0.1]
+    status, allowed, rival = _status("Vienna", "name", answer, None, weak_holder)
+    assert (status, rival) == ("contradicted", 2) and not allowed.any()  # Curie's sentence names Warsaw
+    # the best sentence states no other value of the kind: unsupported, with no conflict
+    answer_naming_all = "Marie Curie's mother, from Warsaw, was born in Vienna."
+    status, allowed, rival = _status("Vienna", "name", answer_naming_all, None, weak_holder)
+    assert (status, rival) == ("unsupported", -1) and not allowed.any()
+    # a holder stating the predicate at least PREDICATE_AGREEMENT as well keeps it
+    fair_holder = [0.0, 0.0, 2.0, 0.1, 2.0 * PREDICATE_AGREEMENT + 0.1]
+    assert _status("Vienna", "name", answer, None, fair_holder)[0] == "supported"
+    # ... and so does any value its anchor's source holds (the claim's values agree), or
+    # with the step switched off
+    assert _status("1878", "date", "Lise Meitner was born in 1878.", "Lise Meitner", weak_holder)[0] == "supported"
+    assert _status("Vienna", "name", answer, None, weak_holder, agreement=None)[0] == "supported"
 
 
 def test_words_are_supported_when_held():

@@ -10,7 +10,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._support import (
+    PREDICATE_AGREEMENT,
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
     SentenceFacts,
@@ -1144,8 +1145,8 @@ class TokenShapley:
         # value (numbers by value, dates by their parts, names by their words, other words
         # by stem).
         facts = [self._sentence_facts(r.text) for r in store.sentences]
-        cited = [(Keyword(kw.start, kw.end, kw.text, "name") if kw.kind == "word" and is_name(kw.text, facts) else kw, m)
-                 for kw, m in cited]
+        retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
+        cited = [(Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)]
         kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
         held = (
             np.array([holding_mask(kf, facts, sentence_source) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
@@ -1172,7 +1173,8 @@ class TokenShapley:
             ],
         )
         statuses, allowed, rivals = self._statuses(
-            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_source, facts, len(sources)
+            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_source, facts, len(sources),
+            retyped,
         )
         # A keyword is ranked among the sources it may be cited by (a source's score sums
         # all its sentences, as in span_scores), quoted by a sentence that holds it.
@@ -1257,9 +1259,12 @@ class TokenShapley:
         sentence_source: np.ndarray,
         facts: list[SentenceFacts],
         n_sources: int,
+        retyped: Collection[int] = (),
     ) -> tuple[list[str], np.ndarray, list[int]]:
         """Each keyword's status, the sentences it may be cited by, and its conflicting
-        sentence (-1: none): :func:`keyword_status` with the predicate game's values."""
+        sentence (-1: none): :func:`keyword_status` with the predicate game's values.
+        ``retyped``: the keywords that open their sentence and are names only because a
+        source spells them as one (no context agreement check for them)."""
         n_kw, n_sent = held.shape
         if n_kw == 0:
             return [], held.copy(), []
@@ -1315,6 +1320,7 @@ class TokenShapley:
                 kfacts[r], held[r], subject_sources, predicate[r], sentence_source, facts,
                 answer_facts.get(kw_sentence[r]) or sentence_facts(""),
                 1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
+                None if r in retyped else PREDICATE_AGREEMENT,
             )
             statuses.append(status)
             allowed[r] = ok

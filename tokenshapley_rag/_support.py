@@ -48,6 +48,15 @@ VALUE_KINDS = ("number", "date", "name")
 # almost equally by both, and which sentence wins its token games then depends on the
 # words around it, not on the claim (chosen on dev, docs/method.md §8).
 PREDICATE_TOLERANCE = 0.75
+# A value is supported only when a source holding it states the claim's predicate at least
+# this share as well as the sentence that states it best: a name that a source holds in an
+# unrelated sentence ("Samoa" for "Melbourne" in "games were played in Melbourne and
+# Sydney") leaves the predicate to another source (chosen on dev, docs/method.md §8).
+PREDICATE_AGREEMENT = 0.3
+# ... once the claim states a predicate at all: a bare answer ("the President of India")
+# leaves its predicate to the question, and its best sentence's value below a quarter of one
+# token's game is noise, not a better source (chosen on dev, docs/method.md §8).
+PREDICATE_MINIMUM = 0.25
 
 _MONTHS = {
     m: i + 1
@@ -225,6 +234,7 @@ def keyword_status(
     facts: list[SentenceFacts],
     answer: SentenceFacts,
     tolerance: float = PREDICATE_TOLERANCE,
+    agreement: float | None = PREDICATE_AGREEMENT,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -257,7 +267,40 @@ def keyword_status(
     values come from different documents stating the same predicate, the claim is about
     its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
     of other sources: an answer may combine sources) and an unheld one is unsupported.
+
+    Context decides last: a number, date or name found supported, that no source of its
+    anchor holds, is overturned when the sources holding it state its predicate at less
+    than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
+    value (when that is at least :data:`PREDICATE_MINIMUM`); it is then contradicted by
+    that sentence when it states another value of the keyword's kind, else unsupported.
+    ``agreement=None`` skips this (a capitalised word that opens the answer sentence is
+    only a name by the sources' spelling, and its predicate may be any sentence's).
     """
+    status, ok, rival = _status_by_anchor(k, held, subject_sources, predicate, sentence_source, facts, answer, tolerance)
+    if status != "supported" or k.kind not in VALUE_KINDS or agreement is None or not held.any():
+        return status, ok, rival
+    if subject_sources is not None and (held & subject_sources[sentence_source]).any():
+        return status, ok, rival  # the anchor's source holds it: the claim's values agree
+    best = int(np.argmax(predicate))
+    holding = float(predicate[np.isin(sentence_source, sentence_source[held])].max())
+    if predicate[best] >= PREDICATE_MINIMUM and holding < agreement * float(predicate[best]):
+        if states_other_value(k, facts[best], answer):
+            return "contradicted", np.zeros_like(held), best
+        return "unsupported", np.zeros_like(held), -1
+    return status, ok, rival
+
+
+def _status_by_anchor(
+    k: KeywordFacts,
+    held: np.ndarray,
+    subject_sources: np.ndarray | None,
+    predicate: np.ndarray,
+    sentence_source: np.ndarray,
+    facts: list[SentenceFacts],
+    answer: SentenceFacts,
+    tolerance: float,
+) -> tuple[str, np.ndarray, int]:
+    """:func:`keyword_status` before its last step (the context agreement)."""
     if k.kind not in VALUE_KINDS:
         if subject_sources is not None and (held & subject_sources[sentence_source]).any():
             return "supported", held & subject_sources[sentence_source], -1
