@@ -78,14 +78,14 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"--source {name!r} is not a file")
         text = decode_utf8(path.read_bytes(), f"--source {name!r}")
         sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text))
+    # Every input is read and checked before the model loads: bad text fails in a moment.
+    query, response = _read_text_arg(args.query, "--query"), _read_text_arg(args.response, "--response")
     ts = _engine(args)
     _check_source_files(ts, sources, args.source)  # over a size limit: refused before any encoding
     _status("Encoding the sources (sentence keys are cached for next time) ...")
     ts.prepare(sources, progress=True)
     _status("Attributing ...")
-    result = ts.attribute(
-        query=_read_text_arg(args.query, "--query"), sources=sources, response=_read_text_arg(args.response, "--response")
-    )
+    result = ts.attribute(query=query, sources=sources, response=response)
     _emit(result, args.format, args.output)
     return 0
 
