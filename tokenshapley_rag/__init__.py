@@ -12,6 +12,7 @@ from tokenshapley_rag._types import (
     SourceAttribution,
 )
 from tokenshapley_rag.errors import (
+    AttributionCancelledError,
     DuplicateSourceIdError,
     EmptyTextError,
     InvalidInputError,
@@ -36,6 +37,7 @@ __all__ = [
     "context_weights",
     "render_html",
     "render_markdown",
+    "AttributionCancelledError",
     "DuplicateSourceIdError",
     "EmptyTextError",
     "InvalidInputError",

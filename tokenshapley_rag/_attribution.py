@@ -19,6 +19,14 @@ import numpy as np
 
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
+from tokenshapley_rag._limits import (
+    DEFAULT_MAX_CONTEXT_CHARS,
+    DEFAULT_MAX_SOURCE_CHARS,
+    check_cancel_event,
+    check_context_size,
+    check_limit,
+    checkpoint,
+)
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
 from tokenshapley_rag._text import check_text
@@ -767,6 +775,16 @@ class TokenShapley:
     max_sentence_tokens : int or None, default=None
         Longer source sentences are cut into consecutive pieces of at most this many
         tokens, each treated as a sentence; None means the model's context length.
+    max_source_chars : int or None, default=50_000
+        :meth:`attribute` and :meth:`stream` refuse a source longer than this (in
+        characters) with :class:`~tokenshapley_rag.errors.TextTooLongError`, before any
+        work. None: no limit.
+    max_context_chars : int or None, default=120_000
+        The same for all sources together. The defaults bound a cold attribution to
+        about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores
+        (docs/performance.md, "Bounded work") and admit every context of the evaluation
+        sets; raise them for longer contexts (time and memory grow linearly), or pass
+        None to disable them. :meth:`prepare` and :meth:`build_datastore` are not limited.
 
     Notes
     -----
@@ -812,6 +830,8 @@ class TokenShapley:
         cache_dir: str | os.PathLike | None = None,
         use_disk_cache: bool = True,
         max_sentence_tokens: int | None = None,
+        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
+        max_context_chars: int | None = DEFAULT_MAX_CONTEXT_CHARS,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
@@ -845,6 +865,8 @@ class TokenShapley:
             isinstance(max_sentence_tokens, bool) or not isinstance(max_sentence_tokens, int) or max_sentence_tokens < 1
         ):
             raise InvalidInputError(f"max_sentence_tokens must be a positive integer or None, got {max_sentence_tokens!r}")
+        self.max_source_chars = check_limit(max_source_chars, "max_source_chars")
+        self.max_context_chars = check_limit(max_context_chars, "max_context_chars")
         cache_root = default_cache_dir() if cache_dir is None else cache_dir
         self.loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
         self.encoder = CausalLMEncoder(self.loaded, layer)
@@ -885,6 +907,8 @@ class TokenShapley:
             "verbatim": self.verbatim,
             "support_threshold": self.support_threshold,
             "max_sentence_tokens": self.max_sentence_tokens,
+            "max_source_chars": self.max_source_chars,
+            "max_context_chars": self.max_context_chars,
         }
 
     def _token_classes(self, ids: np.ndarray, text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -963,9 +987,12 @@ class TokenShapley:
                     index += 1
         return records, entries, tokens
 
-    def build_datastore(self, sources: Sequence[Any], *, progress: bool = False) -> Datastore:
+    def build_datastore(self, sources: Sequence[Any], *, progress: bool = False, cancel: Any = None) -> Datastore:
         """Encode (or load from cache) the keys of every sentence of ``sources``; with
-        ``progress``, a progress bar of the tokens to encode on stderr."""
+        ``progress``, a progress bar of the tokens to encode on stderr. ``cancel`` (a
+        :class:`threading.Event`) is checked after each forward pass of the encoder
+        (:class:`~tokenshapley_rag.errors.AttributionCancelledError` when set). No size
+        limit applies here: this also encodes whole corpora ahead of time."""
         srcs = coerce_sources(sources)
         records, entries, sentence_tokens = self._sentences(srcs)
         key = self.encoder.cache_key
@@ -977,8 +1004,15 @@ class TokenShapley:
                 from tqdm.auto import tqdm
 
                 bar = tqdm(total=sum(len(t.ids) for t in toks), desc="encoding sources", unit="tok", leave=False)
+
+            def on_tokens(n: int) -> None:
+                if bar is not None:
+                    bar.update(n)
+                checkpoint(cancel, "encoding the sources")
+
             try:
-                states = self.encoder.encode_before([t.ids for t in toks], bar.update if bar is not None else None)
+                checkpoint(cancel, "encoding the sources")
+                states = self.encoder.encode_before([t.ids for t in toks], on_tokens)
             finally:
                 if bar is not None:
                     bar.close()
@@ -1019,7 +1053,7 @@ class TokenShapley:
             self._facts_of_sentence.put(text, facts)
         return facts
 
-    def _datastore_for(self, sources: list[Source]) -> Datastore:
+    def _datastore_for(self, sources: list[Source], cancel: Any = None) -> Datastore:
         """:meth:`build_datastore`, remembered for the last few source lists: the same
         retrieved chunks attributed again (another answer, a stream, a retry) skip the
         rebuild from the sentence cache, which at 16k context tokens costs more than the
@@ -1028,7 +1062,7 @@ class TokenShapley:
         key = tuple(s.text for s in sources)
         store = self._datastores.get(key)
         if store is None:
-            store = self.build_datastore(sources)
+            store = self.build_datastore(sources, cancel=cancel)
             if store.size <= _DATASTORE_MEMO_TOKENS:
                 self._datastores.put(key, store)
         return store
@@ -1038,9 +1072,28 @@ class TokenShapley:
         (``progress``: show a progress bar of the tokens to encode)."""
         self.build_datastore(sources, progress=progress)
 
+    def check_context(self, sources: Sequence[Any]) -> list[Source]:
+        """``sources`` as validated :class:`Source` objects, or the error :meth:`attribute`
+        would raise for them, without encoding anything (a server can refuse a request
+        before it takes a worker).
+
+        Raises
+        ------
+        TextTooLongError
+            A source is over ``max_source_chars``, or all of them over ``max_context_chars``.
+        InvalidInputTypeError, EmptyTextError, DuplicateSourceIdError, InvalidTextError
+            As :meth:`attribute`.
+        """
+        srcs = coerce_sources(sources)
+        check_context_size([s.text for s in srcs], max_source_chars=self.max_source_chars,
+                           max_context_chars=self.max_context_chars, ids=[s.id for s in srcs])
+        return srcs
+
     # ------------------------------------------------------------------ attribution
 
-    def attribute(self, query: str = "", sources: Sequence[Any] = (), response: str = "") -> AttributionResult:
+    def attribute(
+        self, query: str = "", sources: Sequence[Any] = (), response: str = "", *, cancel: Any = None
+    ) -> AttributionResult:
         """Attribute every keyword of ``response`` to the sentences of ``sources``.
 
         Parameters
@@ -1051,22 +1104,38 @@ class TokenShapley:
             The retrieved chunks the answer was generated from.
         response : str
             The answer, from any generator.
+        cancel : threading.Event, optional
+            Checked at each checkpoint (after each forward pass over the sources, and
+            between the steps below): once set, the call stops there with
+            :class:`~tokenshapley_rag.errors.AttributionCancelledError`.
 
         Returns
         -------
         AttributionResult
+
+        Raises
+        ------
+        TextTooLongError
+            A source over ``max_source_chars``, the sources over ``max_context_chars``
+            (checked before any work), or query + answer over the model's context.
         """
         check_text(query, "query")
         check_text(response, "response")
+        check_cancel_event(cancel)
         if not response.strip():
             raise EmptyTextError("response is empty or only whitespace: there is nothing to attribute")
-        srcs = coerce_sources(sources)
-        store = self._datastore_for(srcs)
+        srcs = self.check_context(sources)
         resp_tok = self.encoder.tokenize(response)
+        # Query + answer over the model's context: refused before the sources are encoded.
+        self.encoder._check_response_length(self.encoder.prompt_ids(query), len(resp_tok.ids))
+        checkpoint(cancel, "starting")
+        store = self._datastore_for(srcs, cancel)
+        checkpoint(cancel, "encoding the answer")
         queries = self.encoder.encode_response(query, resp_tok)
+        checkpoint(cancel, "scoring the answer")
         return self._result(query, response, srcs, store, resp_tok, queries)
 
-    def stream(self, query: str = "", sources: Sequence[Any] = ()) -> AttributionStream:
+    def stream(self, query: str = "", sources: Sequence[Any] = (), *, cancel: Any = None) -> AttributionStream:
         """Attribute an answer while it streams: citations of each sentence as soon as it ends.
 
         The sources' datastore is built here; :meth:`AttributionStream.feed` takes the
@@ -1074,7 +1143,9 @@ class TokenShapley:
         citations, encoding only the new tokens (the query and earlier sentences stay in
         the encoder's past keys/values). :meth:`AttributionStream.finish` ends the answer;
         ``stream.result`` then equals ``attribute(query, sources, answer)`` (same
-        citations, scores equal up to float rounding).
+        citations, scores equal up to float rounding). The sources' size limits are those
+        of :meth:`attribute`; ``cancel`` (a :class:`threading.Event`) stops the datastore's
+        build and any later ``feed`` or ``finish`` at their next checkpoint.
 
         Examples
         --------
@@ -1087,7 +1158,7 @@ class TokenShapley:
         """
         from tokenshapley_rag._stream import AttributionStream
 
-        return AttributionStream(self, query, sources)
+        return AttributionStream(self, query, sources, cancel=cancel)
 
     def _result(
         self, query: str, response: str, sources: list[Source], store: Datastore, resp: TokenizedText, states: np.ndarray

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "STOPWORDS", "FILLERS",
+    "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
+    "STOPWORDS", "FILLERS",
 ]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
@@ -236,7 +237,10 @@ def find_keywords(text: str) -> list[Keyword]:
     view = _visible(text)
     units: list[Keyword] = []
     for a, b in split_sentences(view):
-        units.extend(_sentence_keywords(view, a, b))
+        if _CJK.search(view, a, b) is None:
+            units.extend(_sentence_keywords(view, a, b))
+        else:
+            units.extend(_cjk_sentence_keywords(view, a, b))
     if view is not text:  # each unit's text as the caller wrote it
         units = [Keyword(k.start, k.end, text[k.start:k.end], k.kind) for k in units]
     return units
@@ -264,6 +268,71 @@ def _visible(text: str) -> str:
         after = chars[i + 1] if i + 1 < len(chars) else " "
         chars[i] = after if before.isalnum() and after.isalnum() else " "
     return "".join(chars)
+
+
+# ---------------------------------------------------------------------- CJK
+# Scripts written without spaces between words: Han ideographs (with the iteration marks
+# and their extensions), hiragana and katakana (half-width too). Hangul is left out: Korean
+# separates its words with spaces.
+_HAN = "\u3005\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HIRAGANA = "\u3041-\u309f"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_CJK_CHARS = _HAN + _HIRAGANA + _KATAKANA
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+# A run of one script: each Han character alone (no dictionary says where a word ends, and a
+# character is what a source holds or not), a run of hiragana (particles and endings), a run
+# of katakana (a loanword or a name).
+_CJK_UNIT = re.compile(f"(?P<han>[{_HAN}])|(?P<hiragana>[{_HIRAGANA}]+)|(?P<katakana>[{_KATAKANA}]+)")
+# Chinese function characters (simplified and traditional): attributed, never cited, like
+# STOPWORDS ("的", "是", "在", "和", "不", ...).
+_CJK_STOPWORDS = frozenset(
+    "的了是在和与及或也都就而并但于把被从对向为以之其这那个有着过吗呢吧啊很又还我你他她它们该此等将已所由给让使会能要可不没"
+    "與從對為這個們著過嗎該將會讓給沒於"
+)
+
+
+def _cjk_sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
+    """:func:`_sentence_keywords` of a sentence holding CJK text: its CJK runs split into
+    units (:data:`_CJK_UNIT`), the text between them segmented as usual.
+
+    >>> [(k.text, k.kind) for k in _cjk_sentence_keywords("埃菲尔铁塔高330米。", 0, 11)]
+    [('埃', 'word'), ('菲', 'word'), ('尔', 'word'), ('铁', 'word'), ('塔', 'word'), ('高', 'word'), ('330', 'number'), ('米', 'word')]
+    >>> [(k.text, k.kind) for k in _cjk_sentence_keywords("東京タワーは1958年に完成した", 0, 17) if k.citable]
+    [('東', 'word'), ('京', 'word'), ('タワー', 'word'), ('1958', 'date'), ('年', 'word'), ('完', 'word'), ('成', 'word')]
+    """
+    units: list[Keyword] = []
+    at = begin
+    for run in _CJK_RUN.finditer(text, begin, stop):
+        a = run.start()
+        if at < a:
+            units.extend(_sentence_keywords(text, at, a))
+        for m in _CJK_UNIT.finditer(text, a, run.end()):
+            piece = m.group()
+            stopword = m.lastgroup == "hiragana" or (m.lastgroup == "han" and piece in _CJK_STOPWORDS)
+            units.append(Keyword(m.start(), m.end(), piece, "stopword" if stopword else "word"))
+        at = run.end()
+    if at < stop:
+        units.extend(_sentence_keywords(text, at, stop))
+    return units
+
+
+def word_pieces(text: str) -> list[str]:
+    """The words of ``text`` the match rule compares (:mod:`tokenshapley_rag._support`):
+    runs of word characters, except that a CJK run gives each of its characters and each
+    pair of neighbours. A CJK unit of several characters (a katakana word) is then held
+    only by a sentence holding its characters next to each other, and a Han character by
+    a sentence holding it anywhere.
+
+    >>> word_pieces("Tower 巴黎铁塔 ok")
+    ['Tower', '巴', '巴黎', '黎', '黎铁', '铁', '铁塔', '塔', 'ok']
+    """
+    out: list[str] = []
+    for m in _WORD_RUN.finditer(text):  # a CJK character comes alone; its pair follows it
+        out.append(m.group())
+        if _CJK.fullmatch(m.group()) and _CJK.match(text, m.end()):
+            out.append(text[m.start() : m.end() + 1])
+    return out
 
 
 def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
@@ -375,7 +444,9 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-_WORD_RUN = re.compile(r"\w+")
+# Runs of word characters; a CJK character is a run of its own (its scripts put no spaces
+# between words, so a run would be a whole clause).
+_WORD_RUN = re.compile(f"[{_CJK_CHARS}]|[^\\W{_CJK_CHARS}]+")
 
 
 def token_words(text: str, offsets: "np.ndarray | list[tuple[int, int]]") -> list[str]:
@@ -389,6 +460,12 @@ def token_words(text: str, offsets: "np.ndarray | list[tuple[int, int]]") -> lis
 
     >>> token_words("In 2,011, X-Men.", [(0, 2), (2, 4), (4, 5), (5, 6), (6, 8), (8, 9), (9, 11), (11, 12), (12, 15), (15, 16)])
     ['in', '2011', '2011', '2011', '2011', ',', 'x', '-', 'men', '.']
+
+    A CJK character is a word of its own (those scripts put no space between words), so a
+    copied phrase gives its tokens the words they have in the source:
+
+    >>> token_words("它在巴黎。", [(0, 1), (1, 2), (2, 4), (4, 5)])
+    ['它', '在', '巴', '。']
     """
     runs = list(_WORD_RUN.finditer(text))
     starts = [m.start() for m in runs]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tokenshapley_rag._encoder import TokenizedText
+from tokenshapley_rag._limits import check_cancel_event, checkpoint
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._types import SentenceCitations
@@ -38,6 +39,10 @@ class AttributionStream:
     One stream follows one answer; calls on it are serialised, and streams of different
     answers may run in parallel threads on one :class:`TokenShapley`.
 
+    ``cancel`` (a :class:`threading.Event`, optional) stops the datastore's build at the
+    encoder's next forward pass, and any later :meth:`feed` or :meth:`finish` before or
+    between its steps, with :class:`~tokenshapley_rag.errors.AttributionCancelledError`.
+
     Examples
     --------
     >>> stream = ts.stream(query="How tall is the Eiffel Tower?",
@@ -53,14 +58,14 @@ class AttributionStream:
     'It is 330 metres tall. Big'
     """
 
-    def __init__(self, ts: TokenShapley, query: str, sources: Sequence[Any]) -> None:
-        from tokenshapley_rag._attribution import coerce_sources
-
+    def __init__(self, ts: TokenShapley, query: str, sources: Sequence[Any], *, cancel: Any = None) -> None:
         check_text(query, "query")
+        self._cancel = check_cancel_event(cancel)
         self._ts = ts
         self.query = query
-        self.sources = coerce_sources(sources)
-        self._store = ts._datastore_for(self.sources)
+        self.sources = ts.check_context(sources)
+        checkpoint(cancel, "starting")
+        self._store = ts._datastore_for(self.sources, cancel)
         self._encoding = ts.encoder.response_encoding(query)
         self._text = ""
         self._n_sentences = 0  # sentences returned so far
@@ -91,6 +96,7 @@ class AttributionStream:
         with self._lock:
             if self._result is not None:
                 raise StreamStateError("the stream is finished: start a new one for another answer")
+            checkpoint(self._cancel, "streaming")
             self._text += delta
             spans = split_sentences(self._text)
             # The last span may still grow; the ones before it are followed by text.
@@ -114,8 +120,10 @@ class AttributionStream:
             text = self._text
             if not text.strip():
                 raise EmptyTextError("the streamed answer is empty or only whitespace: there is nothing to attribute")
+            checkpoint(self._cancel, "finishing the stream")
             tok = self._ts.encoder.tokenize(text)
             states = self._encoding.states(tok.ids)
+            checkpoint(self._cancel, "scoring the answer")
             self._result = self._ts._result(self.query, text, self.sources, self._store, tok, states)
             spans = split_sentences(text)
             out = [self._sentence(i, spans[i], self._result) for i in range(self._n_sentences, len(spans))]
@@ -134,6 +142,7 @@ class AttributionStream:
         n = int(np.searchsorted(tok.offsets[:, 1], end, side="right")) if len(tok.ids) else 0
         ids, offsets = tok.ids[:n], tok.offsets[:n]
         states = self._encoding.states(ids)
+        checkpoint(self._cancel, "scoring the answer")
         done = len(self._scored_ids)
         if done > n or not np.array_equal(self._scored_ids, ids[:done]):
             done = 0  # the text was tokenized differently after all: score it all again

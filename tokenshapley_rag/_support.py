@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenshapley_rag._segment import _INVISIBLE, _NON_KEYWORDS, find_keywords, value_spans
+from tokenshapley_rag._segment import _CJK, _INVISIBLE, _NON_KEYWORDS, find_keywords, value_spans, word_pieces
 
 __all__ = [
     "SentenceFacts",
@@ -125,7 +125,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
     text = _INVISIBLE.sub("", text)
-    words = [_fold(w) for w in _WORD.findall(text)]
+    words = [_fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
     names = tuple(
         " ".join(_name_words(k.text)) for k in find_keywords(text) if k.kind == "name" and _name_words(k.text)
     )
@@ -171,7 +171,7 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
         _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
     words = tuple(_name_words(text)) if kind == "name" else ()
-    stems = frozenset(light_stem(w) for w in _WORD.findall(text) if _fold(w) not in _NON_KEYWORDS)
+    stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
     return KeywordFacts(kind, numbers, months, words, stems)
 
 
@@ -342,7 +342,10 @@ def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | Non
     if len(folded) == len(sentence):  # casefolding kept the offsets
         for m in re.finditer(re.escape(text.casefold()), folded):
             a, b = m.start(), m.end()
-            if (a == 0 or not sentence[a - 1].isalnum()) and (b == len(sentence) or not sentence[b].isalnum()):
+            # CJK text has no spaces: its units stand next to other letters.
+            if (a == 0 or not sentence[a - 1].isalnum() or _CJK.match(sentence, a)) and (
+                b == len(sentence) or not sentence[b].isalnum() or _CJK.match(sentence, b - 1)
+            ):
                 return a, b
     if kind in ("number", "date"):
         wanted = {v for _, _, v in value_spans(text)}

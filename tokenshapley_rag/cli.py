@@ -40,10 +40,22 @@ def _engine(args: argparse.Namespace) -> Any:
     t0 = time.perf_counter()
     ts = TokenShapley(
         model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir,
-        device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False),
+        device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False), **limit_options(args),
     )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
+
+
+def limit_options(args: argparse.Namespace) -> dict[str, int | None]:
+    """``TokenShapley``'s size limits given on the command line (``--max-source-chars``,
+    ``--max-context-chars``; 0 disables one), as keyword arguments; the library's
+    defaults for those not given."""
+    out: dict[str, int | None] = {}
+    for key in ("max_source_chars", "max_context_chars"):
+        value = getattr(args, f"engine_{key}", None)
+        if value is not None:
+            out[key] = value or None
+    return out
 
 
 def _emit(result: Any, fmt: str, out: str | None) -> None:
@@ -66,15 +78,35 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"--source {name!r} is not a file")
         text = decode_utf8(path.read_bytes(), f"--source {name!r}")
         sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text))
+    # Every input is read and checked before the model loads: bad text fails in a moment.
+    query, response = _read_text_arg(args.query, "--query"), _read_text_arg(args.response, "--response")
     ts = _engine(args)
+    _check_source_files(ts, sources, args.source)  # over a size limit: refused before any encoding
     _status("Encoding the sources (sentence keys are cached for next time) ...")
     ts.prepare(sources, progress=True)
     _status("Attributing ...")
-    result = ts.attribute(
-        query=_read_text_arg(args.query, "--query"), sources=sources, response=_read_text_arg(args.response, "--response")
-    )
+    result = ts.attribute(query=query, sources=sources, response=response)
     _emit(result, args.format, args.output)
     return 0
+
+
+def _check_source_files(ts: Any, sources: list[Any], names: list[str]) -> None:
+    """``ts.check_context(sources)``, its size errors restated in the command's terms (the
+    file and the option that raises the limit)."""
+    from tokenshapley_rag.errors import TextTooLongError
+
+    try:
+        ts.check_context(sources)
+    except TextTooLongError as err:
+        if err.field == "sources":
+            what, option = f"the --source files hold {err.size} characters in all", "--max-context-chars"
+        else:
+            index = int((err.field or "sources[0]").split("[", 1)[1].split("]", 1)[0])
+            what, option = f"--source {names[index]!r} has {err.size} characters", "--max-source-chars"
+        raise TextTooLongError(
+            f"{what}, over the limit of {err.limit} ({option} N raises it, 0 disables it)",
+            field=err.field, size=err.size, limit=err.limit,
+        ) from None
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -156,6 +188,29 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text}")
+    return value
+
+
+def _add_limit_options(p: argparse.ArgumentParser) -> None:
+    from tokenshapley_rag._limits import DEFAULT_MAX_CONTEXT_CHARS, DEFAULT_MAX_SOURCE_CHARS
+
+    p.add_argument(
+        "--max-source-chars", dest="engine_max_source_chars", type=_non_negative_int, default=None, metavar="N",
+        help=f"refuse a source longer than N characters (default {DEFAULT_MAX_SOURCE_CHARS}; 0: no limit)",
+    )
+    p.add_argument(
+        "--max-context-chars", dest="engine_max_context_chars", type=_non_negative_int, default=None, metavar="N",
+        help=f"refuse sources longer than N characters in all (default {DEFAULT_MAX_CONTEXT_CHARS}; 0: no limit)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenshapley", description="Keyword-level citations for RAG answers (TokenShapley).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default=None, help="write here instead of stdout")
     p.add_argument("--ids-from-names", action="store_true", help="use file names as source ids (default: 0, 1, ...)")
     _add_engine_options(p)
+    _add_limit_options(p)
     p.set_defaults(func=_cmd_attribute)
 
     p = sub.add_parser("demo", help="answer a question over bundled passages with the local model and cite it")
@@ -201,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate-chain", help="run a retrieval chain over questions, attribute every answer, report (local or Ray)")
     add_evaluate_chain_arguments(p)
     _add_engine_options(p)
+    _add_limit_options(p)
     p.set_defaults(func=run_evaluate_chain)
 
     # The chat app's options live here rather than in the "chat" extra, so that without the
@@ -220,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-new-tokens", type=int, default=160, help="longest answer of the local model, in tokens")
     _add_engine_options(p)
+    _add_limit_options(p)
     p.set_defaults(func=_cmd_chat)
     return parser
 

@@ -23,6 +23,7 @@ __all__ = [
     "TextTooLongError",
     "InvalidTextError",
     "StreamStateError",
+    "AttributionCancelledError",
     "ModelLoadError",
     "ModelNotFoundError",
 ]
@@ -54,12 +55,34 @@ class InvalidTextError(InvalidInputError):
 
 
 class TextTooLongError(InvalidInputError):
-    """A text does not fit the encoder's context window (the message gives the limit)."""
+    """A text is over a size limit: the encoder's context window, or the attributor's
+    bound on work (``max_source_chars``, ``max_context_chars``).
+
+    The message names the field, its size and the limit. When the check knows them,
+    ``field`` (e.g. ``"sources[0].text"`` or ``"sources"``), ``size`` and ``limit`` (in
+    characters) are also attributes; they are None for the encoder's token limit.
+
+    Examples
+    --------
+    >>> err = TextTooLongError("sources hold 9 characters", field="sources", size=9, limit=5)
+    >>> (err.field, err.size, err.limit, isinstance(err, ValueError))
+    ('sources', 9, 5, True)
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, size: int | None = None, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.field, self.size, self.limit = field, size, limit
 
 
 class StreamStateError(TokenShapleyError, RuntimeError):
     """An :class:`AttributionStream` was used out of order (fed after ``finish``, or its
     ``result`` read before)."""
+
+
+class AttributionCancelledError(TokenShapleyError, RuntimeError):
+    """An attribution stopped early because its ``cancel`` event was set (the client left,
+    or a time budget ran out). Raised at the next checkpoint: between the encoder's
+    forward passes over the sources, and between the steps of an attribution."""
 
 
 class ModelLoadError(TokenShapleyError, OSError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import queue
@@ -23,8 +24,10 @@ from starlette.routing import Route
 from tokenshapley_rag.chat._documents import Chunk, load_documents
 from tokenshapley_rag.chat._generators import Generator, LocalModelGenerator
 from tokenshapley_rag.chat._retrieve import Hit, LexicalRetriever, Retriever
+from tokenshapley_rag._limits import check_context_size
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag.errors import (
+    AttributionCancelledError,
     EmptyTextError,
     InvalidInputError,
     InvalidInputTypeError,
@@ -60,10 +63,14 @@ class ChatConfig:
     #: (the page passes the token it was opened with: ``http://host:port/#token=...``).
     api_token: str | None = None
     #: POST /attribute: at most this many at once (429 beyond), each within this many
-    #: seconds (503 beyond), over at most this many characters of sources (413 beyond).
+    #: seconds (503 beyond; the attribution then stops at its next checkpoint, as it does
+    #: when the client leaves, and holds its slot until it has stopped).
     max_concurrent_attributions: int = 2
     attribute_timeout_s: float = 60.0
-    max_context_chars: int = 200_000
+    #: Sources over the engine's own limits (``TokenShapley.max_source_chars`` and
+    #: ``max_context_chars``) get 413, checked before the request takes a slot; this adds
+    #: a stricter cap on the total (None: the engine's limits only).
+    max_context_chars: int | None = None
 
 
 @dataclass
@@ -226,6 +233,39 @@ def _sentence_payload(sent: Any) -> dict[str, Any]:
     }
 
 
+def _accepts_cancel(method: Any) -> bool:
+    """Whether an engine's ``attribute`` / ``stream`` takes ``cancel=`` (TokenShapley's
+    do; a plugged-in engine may not, and then runs to its end)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return "cancel" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _check_context(state: ChatState, sources: list[dict[str, Any]]) -> None:
+    """413 for sources over the engine's size limits or ``ChatConfig.max_context_chars``:
+    the same check, and the same message, as ``TokenShapley.attribute``."""
+    ts, cap = state.ts, state.config.max_context_chars
+    total = getattr(ts, "max_context_chars", None)
+    if cap is not None:
+        total = cap if total is None else min(total, cap)
+    try:
+        check_context_size([s["text"] for s in sources], max_source_chars=getattr(ts, "max_source_chars", None),
+                           max_context_chars=total, ids=[s["id"] for s in sources])
+    except TextTooLongError as err:
+        raise ApiError(413, "context_too_large", str(err), err.field) from None
+
+
+async def _client_gone(request: Request) -> None:
+    """Return when the client disconnects (the body has been read: the next ASGI message
+    is the disconnect)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
 def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
@@ -295,7 +335,10 @@ class _Chat:
                 self._unavailable("no_sources", "No document matched the question, so there is nothing to cite.")
             else:
                 try:
-                    stream = self.state.ts.stream(query=self.question, sources=[h.chunk.to_source() for h in self.hits])
+                    engine = self.state.ts
+                    # The turn's stop event cancels the datastore's build and every later feed.
+                    extra = {"cancel": self.stop} if _accepts_cancel(engine.stream) else {}
+                    stream = engine.stream(query=self.question, sources=[h.chunk.to_source() for h in self.hits], **extra)
                 except Exception as err:
                     self._unavailable("attribution_failed", f"citations unavailable: {_describe(err)}")
             ended = False
@@ -427,31 +470,50 @@ async def _attribute(request: Request) -> Response:
     sources = _sources_field(data, cfg.max_sources)
     if not answer.strip():
         raise ApiError(400, "empty_answer", "'answer' is empty: there is nothing to attribute", "answer")
-    size = sum(len(s["text"]) for s in sources)
-    if size > cfg.max_context_chars:
-        raise ApiError(413, "context_too_large", f"'sources' hold {size} characters; the limit is {cfg.max_context_chars}", "sources")
+    _check_context(state, sources)
     if state.active_attributions >= cfg.max_concurrent_attributions:
         raise ApiError(429, "busy", f"{state.active_attributions} attributions are running (the limit is "
                        f"{cfg.max_concurrent_attributions}); retry shortly")
+    cancel = threading.Event()
+    extra = {"cancel": cancel} if _accepts_cancel(state.ts.attribute) else {}
     state.active_attributions += 1
+    # A plain executor future: a time-out or a disconnect does not wait for the thread; the
+    # thread stops at its next checkpoint once ``cancel`` is set, and frees its slot then.
+    work = asyncio.get_running_loop().run_in_executor(
+        None, lambda: state.ts.attribute(query, sources, answer, **extra)
+    )
+
+    def release(done: asyncio.Future[Any]) -> None:
+        state.active_attributions -= 1
+        if not done.cancelled():
+            done.exception()  # retrieved here, so a cancelled run is not logged as unhandled
+
+    work.add_done_callback(release)
+    gone = asyncio.ensure_future(_client_gone(request))
     try:
-        result = await asyncio.wait_for(
-            run_in_threadpool(state.ts.attribute, query, sources, answer), timeout=cfg.attribute_timeout_s
-        )
-    except asyncio.TimeoutError:
-        raise ApiError(503, "timeout", f"the attribution took longer than {cfg.attribute_timeout_s:g} s") from None
+        await asyncio.wait({work, gone}, timeout=cfg.attribute_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not work.done():
+        cancel.set()
+        if gone.done() and not gone.cancelled():
+            return Response(status_code=499)  # nginx's "client closed request"; nobody reads it
+        raise ApiError(503, "timeout", f"the attribution took longer than {cfg.attribute_timeout_s:g} s; it was stopped")
+    try:
+        result = work.result()
+    except AttributionCancelledError as err:
+        raise ApiError(503, "cancelled", str(err)) from None
     except InvalidTextError as err:
         raise ApiError(422, "invalid_text", str(err)) from None
     except InvalidInputTypeError as err:
         raise ApiError(422, "wrong_type", str(err), "sources") from None
     except TextTooLongError as err:
-        raise ApiError(413, "text_too_long", str(err)) from None
+        code = "context_too_large" if (err.field or "").startswith("sources") else "text_too_long"
+        raise ApiError(413, code, str(err), err.field) from None
     except EmptyTextError as err:
         raise ApiError(400, "empty_text", str(err)) from None
     except InvalidInputError as err:  # duplicate source ids and the like
         raise ApiError(400, "invalid_input", str(err)) from None
-    finally:
-        state.active_attributions -= 1
     return JSONResponse(result.to_dict())
 
 

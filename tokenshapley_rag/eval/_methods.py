@@ -150,6 +150,13 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         }
         if getattr(args, "no_disk_cache", False):
             options["use_disk_cache"] = False
+        cap = getattr(args, "max_source_chars", None)
+        if isinstance(cap, int) and not isinstance(cap, bool):
+            # The support set's own cut (--max-source-chars; 0: uncut) also lifts the
+            # engine's per-source limit, so the protocol never refuses what it asked for.
+            from tokenshapley_rag._limits import DEFAULT_MAX_SOURCE_CHARS
+
+            options["max_source_chars"] = None if cap <= 0 else max(cap, DEFAULT_MAX_SOURCE_CHARS)
         ts = TokenShapley(**options)
         return TokenShapleyAttributor(ts)
     raise InvalidInputError(f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}")

@@ -59,10 +59,13 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
         app_dir = os.path.abspath(args.app_dir)
         if app_dir not in sys.path:
             sys.path.insert(0, app_dir)
+    from tokenshapley_rag.cli import limit_options
+
+    options = {"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {}
     config = AttributorConfig(
         model=args.model, layer=args.layer, k=args.k, m=args.m,
         cache_dir=str(args.cache_dir) if args.cache_dir is not None else None,
-        options={"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {},
+        options={**options, **limit_options(args)},
     )
     init_kwargs = {"runtime_env": {"working_dir": args.ray_working_dir}} if args.ray_working_dir else None
     out = Path(args.out)
