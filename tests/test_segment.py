@@ -27,6 +27,22 @@ def test_initials_and_abbreviations_stay_in_the_name():
     ]
 
 
+def test_a_sentence_adverb_after_initials_or_an_acronym_starts_a_sentence():
+    # "MS." in capitals is the acronym, not the title "Ms."; a sentence adverb after
+    # initials opens the next sentence instead of joining a name.
+    assert _citable("He was diagnosed with MS. Nevertheless, he kept working.") == [
+        ("diagnosed", "word"),
+        ("MS", "name"),
+        ("kept", "word"),
+        ("working", "word"),
+    ]
+    assert [k.text for k in find_keywords("Prices rose in the U.S. Meanwhile the Fed acted.") if k.kind == "name"] == [
+        "U.S.",
+        "Fed",
+    ]
+    assert _citable("Ms. Smith met the U.S. Army.") == [("Ms. Smith", "name"), ("met", "word"), ("U.S. Army", "name")]
+
+
 def test_dates_numbers_and_names():
     assert _citable("In June 5, 2021 the Bank of America paid $3.5 million.") == [
         ("June 5, 2021", "date"),

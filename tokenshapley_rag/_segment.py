@@ -54,7 +54,8 @@ FILLERS = frozenset(
     he's she's that's there's here's what's let's it'll ok okay sure yes indeed perhaps maybe
     probably certainly actually basically generally also however putting telling taking giving
     coming letting becoming seeming additionally moreover furthermore finally ultimately whereas
-    according e.g. i.e.""".split()
+    according e.g. i.e. nevertheless nonetheless hence meanwhile consequently afterwards similarly
+    likewise""".split()
 )
 _NON_KEYWORDS = STOPWORDS | FILLERS | frozenset(w.replace("'", "\u2019") for w in FILLERS if "'" in w)
 
@@ -152,6 +153,11 @@ class Keyword:
         return self.kind != "stopword"
 
 
+# Capitalised words after initials that start a new sentence rather than go on into a name:
+# function words, fillers and sentence adverbs ("vitamin D. In", "the U.S. Meanwhile").
+_OPENS_SENTENCE = STOPWORDS | FILLERS | frozenset("later today instead otherwise overall".split())
+
+
 def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
     """Whether a period-like match really ends a sentence (not an abbreviation, initial
     or decimal point)."""
@@ -171,10 +177,10 @@ def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
         # "Washington, D.C. It"). A letter glued to a symbol is no initial ("120°C. Place").
         follower = _NEXT_WORD.match(text, nxt)
         word = follower.group() if follower else ""
-        return word[:1].isupper() and len(word) > 1 and word.lower() in STOPWORDS
+        return word[:1].isupper() and len(word) > 1 and word.lower() in _OPENS_SENTENCE
     word = raw.lower()
-    if word in _ABBREVIATIONS:
-        return False
+    if word in _ABBREVIATIONS and not (len(raw) > 1 and raw.isupper()):
+        return False  # "Ms. Smith"; but "MS." is an acronym ("diagnosed with MS. Nevertheless, ...")
     if len(word) == 1 and word.isalpha() and raw.islower():
         return True  # a lowercase single letter ("plan b.")
     # A lowercase continuation means the period was not a sentence end ("approx. two").
