@@ -1,8 +1,20 @@
-"""tokenshapley-rag: keyword-level citations for RAG answers with exact token Shapley values."""
+"""tokenshapley-rag: keyword-level citations for RAG answers with exact token Shapley values.
 
-from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
+The light parts (result types, errors, renderers) import at once; the attribution engine
+(torch, numba, the encoder) is imported on first use of a name that needs it, so
+``import tokenshapley_rag`` stays fast (docs/performance.md, "Start-up").
+
+>>> import tokenshapley_rag as ts
+>>> ts.Source("a", "The Eiffel Tower is in Paris.").id
+'a'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from tokenshapley_rag._render import render_html, render_markdown
-from tokenshapley_rag._stream import AttributionStream
 from tokenshapley_rag._types import (
     KeywordCitation,
     SentenceCitations,
@@ -24,9 +36,39 @@ from tokenshapley_rag.errors import (
     TextTooLongError,
     TokenShapleyError,
 )
-from tokenshapley_rag.shapley import knn_shapley, knn_shapley_batch
+
+if TYPE_CHECKING:
+    from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
+    from tokenshapley_rag._stream import AttributionStream
+    from tokenshapley_rag.shapley import knn_shapley, knn_shapley_batch
 
 __version__ = "0.1.0"
+
+# Names whose modules import torch or numba: loaded on first access (PEP 562).
+_LAZY = {
+    "AttributionResult": "tokenshapley_rag._attribution",
+    "TokenScores": "tokenshapley_rag._attribution",
+    "TokenShapley": "tokenshapley_rag._attribution",
+    "context_scores": "tokenshapley_rag._attribution",
+    "context_weights": "tokenshapley_rag._attribution",
+    "AttributionStream": "tokenshapley_rag._stream",
+    "knn_shapley": "tokenshapley_rag.shapley",
+    "knn_shapley_batch": "tokenshapley_rag.shapley",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tokenshapley_rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AttributionResult",

@@ -110,7 +110,7 @@ def _check_source_files(ts: Any, sources: list[Any], names: list[str]) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from tokenshapley_rag._attribution import coerce_sources
+    from tokenshapley_rag._sources import coerce_sources
     from tokenshapley_rag._generate import generate_answer
 
     data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
@@ -167,7 +167,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
-    from tokenshapley_rag._attribution import DEFAULT_LAYER
+    from tokenshapley_rag._defaults import DEFAULT_LAYER
 
     p.add_argument("--model", default=None, help="encoder model: alias, local path or cached hub name (default: embedded SmolLM2)")
     p.add_argument("--layer", type=int, default=DEFAULT_LAYER, help=f"hidden layer for keys and queries (default {DEFAULT_LAYER})")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenshapley_rag._attribution import DEFAULT_LAYER
+from tokenshapley_rag._defaults import DEFAULT_LAYER
 from tokenshapley_rag.evaluate._chains import build_chain
 from tokenshapley_rag.evaluate._records import QuestionRecord
 from tokenshapley_rag.evaluate._rows import QuestionRow, evaluate_question

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenshapley_rag._attribution import coerce_sources
+from tokenshapley_rag._sources import coerce_sources
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, TokenShapleyError
 

@@ -1,0 +1,9 @@
+"""The method's default parameters, importable without torch or numba (the CLI's help and
+argument parsing read them before any model is needed)."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_LAYER"]
+
+# The hidden layer whose states are the datastore's keys and queries (docs/method.md §7).
+DEFAULT_LAYER = 8

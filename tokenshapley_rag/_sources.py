@@ -1,0 +1,72 @@
+"""Turning what a user passes as sources into validated :class:`Source` objects (no model,
+no torch: the CLI and chain evaluation check their inputs before loading one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tokenshapley_rag._text import check_text
+from tokenshapley_rag._types import Source
+from tokenshapley_rag.errors import DuplicateSourceIdError, EmptyTextError, InvalidInputTypeError
+
+__all__ = ["coerce_sources"]
+
+
+def coerce_sources(sources: Iterable[Any]) -> list[Source]:
+    """Turn strings, :class:`Source` objects, mappings or objects with ``id``/``text``
+    attributes into a validated list of :class:`Source` (ids ``"0"``, ``"1"``, ... for
+    plain strings).
+
+    Raises
+    ------
+    InvalidInputTypeError
+        ``sources`` is a string, or an item is not one of the accepted kinds.
+    EmptyTextError
+        No sources, or a source whose text is empty or only whitespace.
+    DuplicateSourceIdError
+        Two sources share an id.
+
+    Examples
+    --------
+    >>> [s.id for s in coerce_sources(["a.", {"id": "x", "text": "b."}])]
+    ['0', 'x']
+    """
+    if isinstance(sources, (str, bytes)):
+        raise InvalidInputTypeError("sources must be a list of texts or Source objects, not a single string")
+    if not isinstance(sources, Iterable):
+        raise InvalidInputTypeError(f"sources must be a list, got {type(sources).__name__}")
+    out: list[Source] = []
+    for i, item in enumerate(sources):
+        if isinstance(item, Source):
+            src = item
+        elif isinstance(item, str):
+            src = Source(id=str(i), text=item)
+        elif isinstance(item, Mapping) and "text" in item:
+            sid = item.get("id")
+            src = Source(id=str(i) if sid is None else sid, text=item["text"], metadata=dict(item.get("metadata") or {}))
+        elif hasattr(item, "text") and hasattr(item, "id"):
+            src = Source(id=item.id, text=item.text, metadata=dict(getattr(item, "metadata", None) or {}))
+        else:
+            raise InvalidInputTypeError(
+                f"sources[{i}] must be a str, a Source, a mapping with 'text' or an object with id and text; "
+                f"got {type(item).__name__}"
+            )
+        check_text(src.text, f"sources[{i}].text")
+        if not isinstance(src.id, str):
+            # Ids are compared as strings: 1 and "1" are the same source (to_dict writes both as "1").
+            if isinstance(src.id, bool) or not isinstance(src.id, (int, str)):
+                raise InvalidInputTypeError(f"sources[{i}].id must be a str or an int, got {type(src.id).__name__}")
+            src = Source(id=str(src.id), text=src.text, metadata=src.metadata)
+        check_text(src.id, f"sources[{i}].id")
+        if not src.text.strip():
+            raise EmptyTextError(f"sources[{i}] (id {src.id!r}) is empty or only whitespace")
+        out.append(src)
+    if not out:
+        raise EmptyTextError("sources is empty: give at least one source text to attribute to")
+    seen: dict[str, int] = {}
+    for i, src in enumerate(out):
+        if src.id in seen:
+            raise DuplicateSourceIdError(f"source id {src.id!r} is used by sources[{seen[src.id]}] and sources[{i}]")
+        seen[src.id] = i
+    return out
