@@ -1,7 +1,8 @@
 """tokenshapley-rag: keyword-level citations for RAG answers with exact token Shapley values."""
 
 from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
-from tokenshapley_rag._render import render_html, render_markdown
+from tokenshapley_rag._generate import generate_chat, stream_chat
+from tokenshapley_rag._render import footnote_numbers, render_html, render_markdown
 from tokenshapley_rag._stream import AttributionStream
 from tokenshapley_rag._types import (
     KeywordCitation,
@@ -34,6 +35,9 @@ __all__ = [
     "TokenShapley",
     "context_scores",
     "context_weights",
+    "footnote_numbers",
+    "generate_chat",
+    "stream_chat",
     "render_html",
     "render_markdown",
     "DuplicateSourceIdError",
