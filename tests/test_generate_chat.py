@@ -8,7 +8,12 @@ import time
 import pytest
 
 from tokenshapley_rag import generate_chat, stream_chat
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, InvalidTextError, TextTooLongError
+from tokenshapley_rag.errors import (
+    InvalidInputError,
+    InvalidInputTypeError,
+    InvalidTextError,
+    TextTooLongError,
+)
 
 PASSAGES = (
     "Answer the question in one or two sentences using only the passages.\n\n"

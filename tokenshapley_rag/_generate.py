@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -19,7 +19,11 @@ import torch
 from tokenshapley_rag._models import LoadedModel
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, TextTooLongError
+from tokenshapley_rag.errors import (
+    InvalidInputError,
+    InvalidInputTypeError,
+    TextTooLongError,
+)
 
 __all__ = ["rag_prompt", "generate_answer", "generate_chat", "stream_chat"]
 
@@ -136,6 +140,10 @@ def _prompt_ids(loaded: LoadedModel, messages: list[dict[str, str]]) -> torch.Te
     return ids.to(loaded.model.device)
 
 
+def _decode(tok: Any, ids: Any) -> str:
+    return str(tok.decode(ids, skip_special_tokens=True))
+
+
 def _first_stop(text: str, stop: tuple[str, ...]) -> int | None:
     found = [i for i in (text.find(s) for s in stop) if i >= 0]
     return min(found) if found else None
@@ -154,18 +162,18 @@ def _generate_kwargs(
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             done = halt is not None and halt.is_set()
             if not done and stop:
-                done = _first_stop(tok.decode(input_ids[0, n_prompt:], skip_special_tokens=True), stop) is not None
+                done = _first_stop(_decode(tok, input_ids[0, n_prompt:]), stop) is not None
             # On the ids' device: generate() combines it with CUDA tensors on a GPU.
             return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
-    return dict(
-        input_ids=ids,
-        attention_mask=torch.ones_like(ids),
-        max_new_tokens=min(max_new_tokens, loaded.max_length - n_prompt),
-        do_sample=False,
-        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-        stopping_criteria=StoppingCriteriaList([_Stop()]),
-    )
+    return {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "max_new_tokens": min(max_new_tokens, loaded.max_length - n_prompt),
+        "do_sample": False,
+        "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        "stopping_criteria": StoppingCriteriaList([_Stop()]),
+    }
 
 
 def generate_chat(
@@ -222,7 +230,7 @@ def generate_chat(
     ids = _prompt_ids(loaded, msgs)
     with torch.inference_mode():
         out = loaded.model.generate(**_generate_kwargs(loaded, ids, max_new_tokens, stops, None))
-    text = loaded.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+    text = _decode(loaded.tokenizer, out[0, ids.shape[1] :])
     cut = _first_stop(text, stops)
     return text if cut is None else text[:cut]
 
@@ -248,7 +256,8 @@ def _held_back(text: str, stop: tuple[str, ...]) -> int:
     """How much of ``text``'s end must wait for the next tokens: an unfinished character,
     an unfinished word, or the start of a stop string."""
     safe = len(text.rstrip("\ufffd"))  # a multi-byte character split across tokens
-    safe = _PARTIAL_WORD.search(text, 0, safe).start()
+    word = _PARTIAL_WORD.search(text, 0, safe)  # always matches (possibly empty, at ``safe``)
+    safe = word.start() if word is not None else safe
     for s in stop:
         for k in range(min(len(s) - 1, safe), 0, -1):
             if text.endswith(s[:k], 0, safe):
@@ -264,7 +273,7 @@ def stream_chat(
     max_new_tokens: int = 256,
     stop: Sequence[str] | None = None,
     timeout: float = 120.0,
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     """:func:`generate_chat`'s reply as text deltas, while it is generated.
 
     ``model.generate`` runs in its own thread; the deltas are whole words (a word is
@@ -282,7 +291,7 @@ def stream_chat(
     Yields
     ------
     str
-        Non-empty text deltas of the reply.
+        Non-empty text deltas of the reply (a generator: ``close()`` it to stop early).
 
     Examples
     --------
@@ -301,7 +310,7 @@ def stream_chat(
 
 def _stream(
     loaded: LoadedModel, ids: torch.Tensor, max_new_tokens: int, stop: tuple[str, ...], timeout: float
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     tok = loaded.tokenizer
     halt = threading.Event()
     streamer = _IdStreamer()
@@ -329,7 +338,7 @@ def _stream(
             if step is None:
                 break
             generated.extend(step)
-            text = tok.decode(generated, skip_special_tokens=True)
+            text = _decode(tok, generated)
             cut = _first_stop(text, stop)
             end = cut if cut is not None else _held_back(text, stop)
             if end > sent:
@@ -339,7 +348,7 @@ def _stream(
                 return
         if failure:
             raise failure[0]
-        text = tok.decode(generated, skip_special_tokens=True)
+        text = _decode(tok, generated)
         cut = _first_stop(text, stop)
         text = text if cut is None else text[:cut]
         if len(text) > sent:

@@ -82,6 +82,7 @@ class ChatTokenShapley(BaseChatModel):
     _ts: TokenShapley = PrivateAttr()
 
     def __init__(self, token_shapley: TokenShapley | None = None, **kwargs: Any) -> None:
+        """Generate with ``token_shapley``'s model (``TokenShapley()`` when None)."""
         if token_shapley is not None and not isinstance(token_shapley, TokenShapley):
             raise InvalidInputTypeError(
                 f"token_shapley must be a tokenshapley_rag.TokenShapley or None, got {type(token_shapley).__name__}"
