@@ -43,6 +43,7 @@ def test_readme_runs_as_written(ts, monkeypatch, capsys, lc):
 
     blocks = python_blocks(README.read_text(encoding="utf-8"))
     assert len(blocks) == 3
+    assert not any("langchain_community" in block for block in blocks)  # being sunset: partner packages only
     monkeypatch.setattr(tokenshapley_rag, "TokenShapley", lambda *args, **kwargs: ts)
     ns: dict = {"__name__": "readme"}
     for i, block in enumerate(blocks, start=1):
