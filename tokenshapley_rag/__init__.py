@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tokenshapley_rag._render import render_html, render_markdown
+from tokenshapley_rag._render import footnote_numbers, render_html, render_markdown
 from tokenshapley_rag._types import (
     KeywordCitation,
     SentenceCitations,
@@ -39,6 +39,7 @@ from tokenshapley_rag.errors import (
 
 if TYPE_CHECKING:
     from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
+    from tokenshapley_rag._generate import generate_chat, stream_chat
     from tokenshapley_rag._stream import AttributionStream
     from tokenshapley_rag.shapley import knn_shapley, knn_shapley_batch
 
@@ -52,6 +53,8 @@ _LAZY = {
     "context_scores": "tokenshapley_rag._attribution",
     "context_weights": "tokenshapley_rag._attribution",
     "AttributionStream": "tokenshapley_rag._stream",
+    "generate_chat": "tokenshapley_rag._generate",
+    "stream_chat": "tokenshapley_rag._generate",
     "knn_shapley": "tokenshapley_rag.shapley",
     "knn_shapley_batch": "tokenshapley_rag.shapley",
 }
@@ -77,6 +80,9 @@ __all__ = [
     "TokenShapley",
     "context_scores",
     "context_weights",
+    "footnote_numbers",
+    "generate_chat",
+    "stream_chat",
     "render_html",
     "render_markdown",
     "AttributionCancelledError",

@@ -26,7 +26,20 @@ def _footnotes(result: AttributionResult) -> dict[str, tuple[int, list[SourceAtt
 
 
 def footnote_numbers(result: AttributionResult) -> dict[str, int]:
-    """The footnote number of each cited source id, by first appearance in the answer."""
+    """The footnote number of each cited source id, by first appearance in the answer.
+
+    These are the ``n`` of the ``[^n]`` markers of :func:`render_markdown` (and the HTML
+    page): a source is numbered by the first supported keyword whose best source it is.
+    Sources that are retrieved but never cited, or only contradict the answer, get none.
+
+    Examples
+    --------
+    >>> res = ts.attribute(query="When was Big Ben completed, how tall is the Eiffel Tower?",
+    ...                    sources=sources, response="Big Ben dates from 1859; the tower is 330 metres tall.")
+    ... # doctest: +SKIP
+    >>> footnote_numbers(res)  # doctest: +SKIP
+    {'bigben': 1, 'eiffel': 2}
+    """
     return {key: n for key, (n, _) in _footnotes(result).items()}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -72,8 +71,8 @@ class LocalModelGenerator:
 
     The question and the numbered chunks go in the user turn of the chat template (see
     :func:`tokenshapley_rag._generate.rag_prompt`), as the instruct model answers
-    sensibly only that way; ``model.generate`` runs in its own thread and a
-    ``TextIteratorStreamer`` hands over the text as it decodes.
+    sensibly only that way; :func:`tokenshapley_rag.stream_chat` runs ``model.generate``
+    in its own thread and hands over the text as it decodes.
 
     Examples
     --------
@@ -87,63 +86,24 @@ class LocalModelGenerator:
         self.max_new_tokens = max_new_tokens
         self.timeout = timeout
 
-    def _prompt_ids(self, question: str, chunks: Sequence[Chunk]) -> Any:
-        from tokenshapley_rag._generate import rag_prompt
-
-        tok = self.loaded.tokenizer
-        content = rag_prompt(question, [c.to_source() for c in chunks])
-        if getattr(tok, "chat_template", None):
-            return tok.apply_chat_template(
-                [{"role": "user", "content": content}], add_generation_prompt=True, return_tensors="pt", return_dict=True
-            )["input_ids"]
-        return tok(content + "\nAnswer:", return_tensors="pt")["input_ids"]
-
     def generate(self, question: str, chunks: Sequence[Chunk]) -> Iterator[str]:
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+        from tokenshapley_rag._generate import rag_prompt, stream_chat
 
-        tok = self.loaded.tokenizer
-        model = self.loaded.model
-        ids = self._prompt_ids(question, chunks).to(model.device)
-        stop = threading.Event()
-        failure: list[BaseException] = []
-
-        class _StopWhenAsked(StoppingCriteria):
-            # Lets close() end generation early instead of burning CPU for a gone client.
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                # On the ids' device: generate() combines it with CUDA tensors on a GPU.
-                return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool, device=input_ids.device)
-
-        streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=True, timeout=self.timeout)
-
-        def run() -> None:
-            try:
-                model.generate(
-                    ids,
-                    attention_mask=torch.ones_like(ids),
-                    max_new_tokens=self.max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-                    streamer=streamer,
-                    stopping_criteria=StoppingCriteriaList([_StopWhenAsked()]),
-                )
-            except BaseException as err:  # re-raised in the consumer's thread below
-                failure.append(err)
-                streamer.end()
-
-        thread = threading.Thread(target=run, name="tokenshapley-chat-generate", daemon=True)
-        thread.start()
+        content = rag_prompt(question, [c.to_source() for c in chunks])
+        deltas = stream_chat(
+            self.loaded,
+            [{"role": "user", "content": content}],
+            max_new_tokens=self.max_new_tokens,
+            timeout=self.timeout,
+        )
         started = False
         try:
-            for text in streamer:
+            for text in deltas:
                 if not started:
                     # Like generate_answer's strip(): the answer starts at its first character.
                     text = text.lstrip()
                     started = bool(text)
                 if text:
                     yield text
-            if failure:
-                raise failure[0]
         finally:
-            stop.set()
-            thread.join(timeout=self.timeout)
+            deltas.close()  # a client that went away stops the generation

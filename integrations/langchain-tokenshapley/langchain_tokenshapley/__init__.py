@@ -4,9 +4,12 @@
   ``create_retrieval_chain``-style chain.
 - :class:`TokenShapleyCallbackHandler`: a callback handler that cites the answer of any
   chain with a retriever and an LLM, keyed by root run id.
+- :class:`ChatTokenShapley`: the bundled model (the one that encodes for attribution) as
+  a chat model, for a fully local chain.
 """
 
 from langchain_tokenshapley.callbacks import TokenShapleyCallbackHandler
+from langchain_tokenshapley.chat_models import ChatTokenShapley
 from langchain_tokenshapley.runnables import TokenShapleyCitations
 
-__all__ = ["TokenShapleyCallbackHandler", "TokenShapleyCitations"]
+__all__ = ["ChatTokenShapley", "TokenShapleyCallbackHandler", "TokenShapleyCitations"]

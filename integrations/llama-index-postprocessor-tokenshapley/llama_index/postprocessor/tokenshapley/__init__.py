@@ -7,11 +7,13 @@ from llama_index.postprocessor.tokenshapley.base import (
     render_response_html,
     render_response_markdown,
 )
+from llama_index.postprocessor.tokenshapley.llm import TokenShapleyLLM
 
 __all__ = [
     "TokenShapleyPostprocessor",
     "TokenShapleyCallbackHandler",
     "TokenShapleySpanHandler",
+    "TokenShapleyLLM",
     "render_response_markdown",
     "render_response_html",
 ]

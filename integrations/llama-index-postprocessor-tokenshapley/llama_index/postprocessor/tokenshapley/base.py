@@ -32,6 +32,13 @@ What a response gets (``response.metadata``):
 ``"sentence_verdicts"``
     one dict per answer sentence: ``index, start, end, text, verdict, score, n_keywords``
     (``verdict``: supported / partly / unsupported / contradicted).
+``"cited_nodes"``
+    the ``NodeWithScore`` objects the answer cites, in footnote order:
+    ``cited_nodes[n - 1]`` is the node of footnote ``[^n]`` in
+    :func:`render_response_markdown` (numbered by first citation in the answer, so the
+    numbering is stable for an answer). A node whose sentences only contradict the
+    answer is not cited (it is in the ``conflict`` of a citation). With it a query
+    engine replaces ``CitationQueryEngine`` without asking the LLM for ``[n]`` markers.
 
 ``"citations_error"``
     only when attribution failed: ``"<ExceptionType>: <message>"``. ``"citations"`` is
@@ -74,7 +81,7 @@ from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from tokenshapley_rag import AttributionResult, KeywordCitation, Source, TokenScores, TokenShapley
+from tokenshapley_rag import AttributionResult, KeywordCitation, Source, TokenScores, TokenShapley, footnote_numbers
 
 __all__ = [
     "TokenShapleyPostprocessor",
@@ -90,6 +97,7 @@ CITATIONS_KEY = "citations"
 ATTRIBUTION_KEY = "attribution"
 ERROR_KEY = "citations_error"
 VERDICTS_KEY = "sentence_verdicts"
+CITED_NODES_KEY = "cited_nodes"
 
 _SYNC_TEXT_TYPES = (Response, PydanticResponse, AgentChatResponse)
 
@@ -137,6 +145,16 @@ class _Outcome:
     citations: List[Dict[str, Any]]
     result: Optional[AttributionResult] = None
     error: Optional[str] = None
+    cited_nodes: List[NodeWithScore] = field(default_factory=list)
+
+
+def _cited_nodes(result: AttributionResult, nodes: List[NodeWithScore]) -> List[NodeWithScore]:
+    """The cited nodes in footnote order: element ``n - 1`` is the node of footnote ``[^n]``."""
+    by_id: Dict[str, NodeWithScore] = {}
+    for n in nodes:
+        by_id.setdefault(n.node.node_id, n)
+    numbers = footnote_numbers(result)
+    return [by_id[node_id] for node_id in sorted(numbers, key=numbers.__getitem__)]
 
 
 @dataclass(eq=False)
@@ -325,11 +343,12 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
         if text is None or not text.strip():
             return _Outcome([])
         try:
-            sources = _node_sources(run.nodes or list(fallback_nodes or []))
+            nodes = run.nodes or list(fallback_nodes or [])
+            sources = _node_sources(nodes)
             if not sources:
                 return _Outcome([])
             result = self._ts.attribute(query=run.query or "", sources=sources, response=text)
-            return _Outcome([citation_to_dict(c) for c in result.citations], result)
+            return _Outcome([citation_to_dict(c) for c in result.citations], result, None, _cited_nodes(result, nodes))
         except Exception as e:  # never lose the user's answer
             logger.warning("TokenShapley attribution failed; the response has no citations", exc_info=True)
             return _Outcome([], None, f"{type(e).__name__}: {e}")
@@ -421,6 +440,7 @@ def _write_metadata(target: Any, outcome: _Outcome) -> None:
         # StreamingAgentChatResponse has no metadata field; it is a plain dataclass
         target.metadata = metadata
     metadata[CITATIONS_KEY] = outcome.citations
+    metadata[CITED_NODES_KEY] = outcome.cited_nodes
     if outcome.result is not None:
         metadata[ATTRIBUTION_KEY] = outcome.result
         metadata[VERDICTS_KEY] = [v.to_dict() for v in outcome.result.sentences]
@@ -709,8 +729,10 @@ def _result_of(response: Any) -> AttributionResult:
 
 def render_response_markdown(response: Any) -> str:
     """The answer with ``[^n]`` footnote markers after cited keywords and the footnotes
-    quoting each cited node sentence (``Source <node_id>: "..."``), from
-    ``metadata["attribution"]`` (``AttributionResult.to_markdown``).
+    quoting each cited node sentence, labelled with the node's display name and page
+    (metadata ``title``, ``file_name``, ... else the node id), from
+    ``metadata["attribution"]`` (``AttributionResult.to_markdown``). Footnote ``[^n]`` is
+    the node ``metadata["cited_nodes"][n - 1]``.
 
     A response whose attribution produced nothing (no nodes, blank answer, or an error in
     ``metadata["citations_error"]``) renders as its plain text.
@@ -723,7 +745,7 @@ def render_response_markdown(response: Any) -> str:
         >>> print(render_response_markdown(qe.query("How tall is the Eiffel Tower?")))  # doctest: +SKIP
         The Eiffel Tower is 330 metres[^1] tall.
         <BLANKLINE>
-        [^1]: Source 6f1c...: "The Eiffel Tower is 330 metres tall."
+        [^1]: Eiffel Tower: "The Eiffel Tower is 330 metres tall."
     """
     return _result_of(response).to_markdown()
 
