@@ -1,0 +1,39 @@
+"""Start-up stays light: the package and the CLI's argument parsing do not import the engine.
+
+Not a timed test (times depend on load): it asserts which modules get imported, in a fresh
+interpreter, which is what the start-up time follows (docs/performance.md, "Start-up").
+"""
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "numba", "transformers")
+
+
+def _imported_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_importing_the_package_defers_torch_and_numba():
+    assert _imported_after("import tokenshapley_rag\nfrom tokenshapley_rag import Source, KeywordCitation, render_markdown") == set()
+
+
+def test_engine_names_still_resolve_on_first_use():
+    assert _imported_after("from tokenshapley_rag import TokenShapley") >= {"torch", "numba"}
+    import tokenshapley_rag
+
+    assert set(tokenshapley_rag.__all__) <= set(dir(tokenshapley_rag))
+    for name in tokenshapley_rag.__all__:
+        assert getattr(tokenshapley_rag, name) is not None
+
+
+def test_cli_help_does_not_load_the_engine():
+    code = (
+        "import contextlib, io\nfrom tokenshapley_rag.cli import build_parser\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        build_parser().parse_args(['attribute', '--help'])\n"
+        "    except SystemExit:\n        pass"
+    )
+    assert _imported_after(code) == set()
