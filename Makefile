@@ -34,7 +34,7 @@ test: install $(CHROMIUM)
 		$(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
 
 bench: install
-	$(PY) benchmarks/shapley_bench.py --out docs/shapley_benchmark_table.md
+	$(PY) benchmarks/shapley_bench.py --out docs/reports/shapley_benchmark_table.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache

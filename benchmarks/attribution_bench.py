@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/attribution_bench.py                  # a few minutes
     .venv/bin/python benchmarks/attribution_bench.py --limit 6 --repeats 3 --cc-limit 3 \\
         --contexts 1024 4096 16384 --answer-lengths 16 128 512 --bf16-accuracy 40 \\
-        --out docs/performance.md --plot docs/performance.png       # the documented run
+        --out perf-report.md --plot perf.png   # then merge into docs/reports/performance.md by hand
 
 What it measures, all in one process (except memory), interleaved per repeat so that the
 ratios compare calls made under the same machine load:
@@ -1047,7 +1047,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--profile", action="store_true",
                     help="cProfile a cold and a warm attribute() and a warm one on the biggest context (top functions in the report)")
-    ap.add_argument("--out", default=None, help="write the report (markdown) here, e.g. docs/performance.md")
+    ap.add_argument("--out", default=None, help="write the report (markdown) here (a scratch file: docs/reports/performance.md is edited by hand)")
     ap.add_argument("--plot", default=None, help="write the figure (PNG) here, e.g. docs/performance.png")
     ap.add_argument("--json", default=None, help="also dump every measurement as JSON")
     ap.add_argument("--from-json", default=None, help="rebuild the report and plot from a --json dump (no measuring)")

@@ -6,7 +6,7 @@ and the brute-force oracle's time per row where enumerating 2^M coalitions is fe
 (M = 10), with the largest absolute difference between the two. A cell whose run would
 exceed ``--budget`` seconds runs as many rows as fit and extrapolates to T (marked "est.").
 
-Run: ``python benchmarks/shapley_bench.py [--rows 2000] [--budget 20] [--out docs/shapley_benchmark.md]``
+Run: ``python benchmarks/shapley_bench.py [--rows 2000] [--budget 20] [--out docs/reports/shapley_benchmark_table.md]``
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ server-sent event as the client receives it. Per answer sentence:
   gen(next) / 2``. The last sentence has no next one; its citations come with ``finish``
   at the end of the stream and are reported on their own.
 
-Run: ``python benchmarks/streaming_bench.py [--repeat 1] [--max-new-tokens 120] [--out docs/streaming.md]``
+Run: ``python benchmarks/streaming_bench.py [--repeat 1] [--max-new-tokens 120] [--out docs/reports/streaming.md]``
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="ask every question this many times")
     ap.add_argument("--max-new-tokens", type=int, default=120)
     ap.add_argument("--concurrency", type=int, default=1, help="chats running at once (each question once per chat)")
-    ap.add_argument("--out", default=None, help="write the report (markdown) here, e.g. docs/streaming.md")
+    ap.add_argument("--out", default=None, help="write the report (markdown) here, e.g. docs/reports/streaming.md")
     args = ap.parse_args()
 
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Start-up stays light: the package and the CLI's argument parsing do not import the engine.
 
 Not a timed test (times depend on load): it asserts which modules get imported, in a fresh
-interpreter, which is what the start-up time follows (docs/performance.md, "Start-up").
+interpreter, which is what the start-up time follows (docs/reports/performance.md, "Start-up").
 """
 
 import subprocess

@@ -2,7 +2,7 @@
 
 The light parts (result types, errors, renderers) import at once; the attribution engine
 (torch, numba, the encoder) is imported on first use of a name that needs it, so
-``import tokenshapley_rag`` stays fast (docs/performance.md, "Start-up").
+``import tokenshapley_rag`` stays fast (docs/reports/performance.md, "Start-up").
 
 >>> import tokenshapley_rag as ts
 >>> ts.Source("a", "The Eiffel Tower is in Paris.").id

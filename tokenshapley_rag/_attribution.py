@@ -698,13 +698,15 @@ class TokenShapley:
         they are its candidate sources; otherwise the sources holding the most of its
         words are (a word is held when a sentence carries one of its tokens). Shared words
         alone then cannot outvote the source the phrase is from.
-    support_threshold : float, default=0.0
-        A keyword is ``supported`` when its best source sentence's score, divided by the
-        keyword's number of tokens, exceeds this (see ``KeywordCitation.support``).
+    support_threshold : float or None, default=None
+        None (the default): the match rule and the status rule decide ``supported``
+        (docs/method.md §8). A number demands more: a keyword found supported becomes
+        ``unsupported`` unless its best source sentence's score, divided by its number of
+        tokens, exceeds this (``KeywordCitation.support``).
     device : str, default="cpu"
     dtype : {"float32", "bfloat16", "float16"} or torch.dtype, default="float32"
         Weights and activations of the encoder. ``"bfloat16"`` measured the same span
-        accuracy on QuoteSum (docs/performance.md); its speed depends on the CPU's
+        accuracy on QuoteSum (docs/reports/performance.md); its speed depends on the CPU's
         kernels: 2.6x faster than float32 on one 2-core AMD EPYC, ~0.7x the float32
         speed on an Intel Xeon with avx512_bf16 (both measured), so time it on yours.
         Keys are cached per dtype (the fingerprint includes it).
@@ -723,15 +725,14 @@ class TokenShapley:
     max_context_chars : int or None, default=120_000
         The same for all sources together. The defaults bound a cold attribution to
         about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores
-        (docs/performance.md, "Bounded work") and admit every context of the evaluation
+        (docs/reports/performance.md, "Bounded work") and admit every context of the evaluation
         sets; raise them for longer contexts (time and memory grow linearly), or pass
         None to disable them. :meth:`prepare` and :meth:`build_datastore` are not limited.
 
     Notes
     -----
     ``KeywordCitation.support`` is ``max_sentence(sum of the keyword tokens' Shapley values
-    from that sentence) / n_tokens``; ``supported`` means it is
-    above ``support_threshold``, i.e. some single source sentence holds, on balance,
+    from that sentence) / n_tokens``: how far some single source sentence holds, on balance,
     evidence that votes for the keyword's tokens. 1 means every token's game is won by that
     sentence's entries; values slightly above 1 occur when other sentences' entries have
     negative values; 0 means no entry near any of the keyword's tokens carries it.
@@ -998,7 +999,7 @@ class TokenShapley:
         """:meth:`build_datastore`, remembered for the last few source lists: the same
         retrieved chunks attributed again (another answer, a stream, a retry) skip the
         rebuild from the sentence cache, which at 16k context tokens costs more than the
-        answer's encoder pass (docs/performance.md). Datastores above
+        answer's encoder pass (docs/reports/performance.md). Datastores above
         ``_DATASTORE_MEMO_TOKENS`` entries are not kept (memory)."""
         key = tuple(s.text for s in sources)
         store = self._datastores.get(key)

@@ -330,7 +330,7 @@ class Datastore:
     A datastore holds one answer's retrieved context (10^2-10^5 tokens). At 16k entries
     the exact search took a quarter to a half of the time of faiss's flat index on this
     CPU; at ~400 entries faiss's search alone was a little faster, but building its index
-    took ~10x longer than the search (docs/performance.md). It needs no second copy of the
+    took ~10x longer than the search (docs/reports/performance.md). It needs no second copy of the
     keys. It grows with the datastore; an approximate index would trade exactness for that.
 
     Parameters

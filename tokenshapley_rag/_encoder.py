@@ -249,7 +249,7 @@ class CausalLMEncoder:
                 rows[slot].append(i)
                 room[slot] -= n
         # Rows were opened longest first, so a batch of consecutive rows has similar widths.
-        # Eight rows a pass: measured as fast as bigger batches (docs/performance.md).
+        # Eight rows a pass: measured as fast as bigger batches (docs/reports/performance.md).
         budget = min(self.max_batch_tokens, 8 * self.pack_tokens)
         batch: list[list[int]] = []
         width = 0

@@ -5,7 +5,7 @@ and searched for every answer token. :class:`~tokenshapley_rag.TokenShapley` the
 refuses, before any work, a source longer than ``max_source_chars`` or sources longer than
 ``max_context_chars`` in all, with a :class:`~tokenshapley_rag.errors.TextTooLongError`
 naming the field, its size and the limit. The defaults are set from measurements of a
-cold ``attribute()`` on 2 CPU cores (docs/performance.md, "Bounded work"); ``None``
+cold ``attribute()`` on 2 CPU cores (docs/reports/performance.md, "Bounded work"); ``None``
 disables a limit.
 
 A long attribution can also be stopped from another thread: ``attribute(...,
@@ -33,11 +33,11 @@ __all__ = [
 #: One source (a retrieved chunk) may hold at most this many characters by default. The
 #: longest source of the evaluation sets holds 5,188 (VeriGran); a cold attribution over one
 #: 50,000-character source (16k tokens) took 36 CPU-seconds and 182 MB above the loaded
-#: model on 2 CPU cores (docs/performance.md, "Bounded work").
+#: model on 2 CPU cores (docs/reports/performance.md, "Bounded work").
 DEFAULT_MAX_SOURCE_CHARS = 50_000
 #: All the sources of one attribution together, by default. The largest context of the
 #: evaluation sets is 101,551 characters (a WiCE article); 119,089 characters in 12 sources
-#: (39k tokens) took 90 CPU-seconds and 360 MB cold (docs/performance.md, "Bounded work").
+#: (39k tokens) took 90 CPU-seconds and 360 MB cold (docs/reports/performance.md, "Bounded work").
 #: The probe's 200k-character source took 147 CPU-seconds and 457 MB: cost grows linearly.
 DEFAULT_MAX_CONTEXT_CHARS = 120_000
 

@@ -632,6 +632,8 @@ def create_app(
         Encode every chunk's sentence keys in a background thread at startup, so the
         first chats do not pay for it (``GET /health`` says when it is ``ready``).
 
+    Notes
+    -----
     Routes: ``GET /`` (the page), ``POST /chat`` (server-sent events ``sources``,
     ``delta``, ``citations``, ``citations_unavailable``, ``error``, ``done``), ``POST
     /attribute`` (``{query, sources, answer}`` -> ``AttributionResult.to_dict()``), ``GET

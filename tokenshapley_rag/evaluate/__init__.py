@@ -7,7 +7,7 @@ attributes every answer with :class:`~tokenshapley_rag.TokenShapley`, and return
 utilization by retrieval rank, citation concentration and time per question, written as
 JSON, markdown, HTML and PNG plots by ``report.write(out_dir)``. ``engine="ray"`` runs the
 same evaluation as ``ray.data`` ``map_batches`` over an actor pool. The command line is
-``tokenshapley evaluate-chain``; docs/evaluate.md has the details.
+``tokenshapley evaluate-chain``; docs/guide/chain-evaluation.md has the details.
 """
 
 from tokenshapley_rag.evaluate._chains import (
