@@ -56,9 +56,9 @@ class ChatTokenShapley(BaseChatModel):
         token_shapley: Whose model generates (``ts.loaded``); None loads
             ``TokenShapley()``. Pass the one your ``TokenShapleyCitations`` uses to load
             it once.
-        max_new_tokens: Most tokens per answer (a call may override it:
-            ``invoke(..., max_new_tokens=20)``).
-        **kwargs: Other ``BaseChatModel`` fields (``callbacks``, ``tags``, ...).
+        **kwargs: ``max_new_tokens`` (most tokens per answer, 256 by default; a call may
+            override it: ``invoke(..., max_new_tokens=20)``) and other ``BaseChatModel``
+            fields (``callbacks``, ``tags``, ...).
 
     Raises:
         tokenshapley_rag.errors.InvalidInputError: A tool or function message, or the
