@@ -386,3 +386,16 @@ def test_keyword_score_sums_the_keywords_span_scores(result):
         (c.best.source_id, c.best.sentence) for c in result.citations if c.text in ("330 metres", "1859")
     }
     assert all("keyword_score" in s.to_dict() for s in result.sentence_scores)
+
+
+def test_from_pretrained_loads_and_takes_the_method_parameters(cache_root, ts):
+    from tokenshapley_rag import InvalidInputTypeError, TokenShapley
+
+    with pytest.raises(InvalidInputTypeError, match=r"unexpected keyword\(s\) \['neighbours'\]"):
+        TokenShapley.from_pretrained(neighbours=3)  # refused before any model is loaded
+    built = TokenShapley.from_pretrained(ts.loaded.model, ts.loaded.tokenizer, layer=6, cache_dir=cache_root, m=7)
+    assert (built.config["layer"], built.config["m"], built.config["k"]) == (6, 7, 1)
+    assert {k: v for k, v in built.config.items() if k not in ("layer", "m")} == {
+        k: v for k, v in TokenShapley(ts.loaded.model, ts.loaded.tokenizer, layer=6, cache_dir=cache_root, m=7).config.items()
+        if k not in ("layer", "m")
+    }

@@ -67,6 +67,11 @@ if TYPE_CHECKING:
 __all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources", "context_scores", "context_weights"]
 
 _MATCH_MODES = ("word", "word_or_token", "normalized", "exact")
+# TokenShapley's parameters that are the method's, not the model loading's.
+_METHOD_PARAMETERS = (
+    "k", "m", "gamma", "match", "candidates", "context_weight", "context_scale", "verbatim",
+    "support_threshold", "use_disk_cache", "max_sentence_tokens", "max_source_chars", "max_context_chars",
+)
 _CANDIDATE_MODES = ("nearest", "mixed")
 # Datastores of the last few source lists kept per TokenShapley (see _datastore_for):
 # at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
@@ -829,6 +834,59 @@ class TokenShapley:
         self._facts_of_sentence = _Memo(self.cache.memory_items)  # text -> SentenceFacts
         self._splits_of_source = _Memo(self.cache.memory_items)  # source text -> sentence spans
         self._datastores = _Memo(_DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model: Any = None,
+        tokenizer: Any = None,
+        *,
+        layer: int = DEFAULT_LAYER,
+        device: str = "cpu",
+        dtype: str | Any = "float32",
+        cache_dir: str | os.PathLike | None = None,
+        **params: Any,
+    ) -> TokenShapley:
+        """Load an encoder model and build a :class:`TokenShapley` over it.
+
+        The loading options come first (which model, its layer, device, dtype and cache);
+        ``params`` are the method's parameters (``k``, ``m``, ``gamma``, ``match``,
+        ``candidates``, ``context_weight``, ``context_scale``, ``verbatim``,
+        ``support_threshold``, ``use_disk_cache``, ``max_sentence_tokens``,
+        ``max_source_chars``, ``max_context_chars``), validated as the constructor does.
+
+        Parameters
+        ----------
+        model : str, path, PreTrainedModel or None
+            An alias (``"smollm2-135m-instruct"``, the default when None, or
+            ``"gemma-3-270m"``), a local checkpoint folder or ``.gguf`` file, a hub id in
+            the local cache, or a loaded causal LM (then pass its ``tokenizer``).
+        tokenizer : tokenizer or None
+            The fast tokenizer of a loaded ``model``.
+        layer, device, dtype, cache_dir
+            As in :class:`TokenShapley`.
+        **params
+            The method's parameters.
+
+        Raises
+        ------
+        InvalidInputTypeError
+            A keyword that is neither a loading option nor a method parameter.
+
+        Examples
+        --------
+        >>> from tokenshapley_rag import TokenShapley
+        >>> ts = TokenShapley.from_pretrained("smollm2-135m-instruct", layer=8, m=10)  # doctest: +SKIP
+        >>> ts.config["m"]  # doctest: +SKIP
+        10
+        """
+        unknown = sorted(set(params) - set(_METHOD_PARAMETERS))
+        if unknown:
+            raise InvalidInputTypeError(
+                f"from_pretrained() got unexpected keyword(s) {unknown}; expected loading options "
+                f"(layer, device, dtype, cache_dir) or method parameters {list(_METHOD_PARAMETERS)}"
+            )
+        return cls(model, tokenizer, layer=layer, device=device, dtype=dtype, cache_dir=cache_dir, **params)
 
     # ------------------------------------------------------------------ configuration
 
