@@ -8,6 +8,7 @@ from tokenshapley_rag._attribution import TokenScores
 from tokenshapley_rag._segment import find_keywords, number_value
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
+    PREDICATE_MINIMUM,
     PREDICATE_TOLERANCE,
     holding_mask,
     keyword_facts,
@@ -125,6 +126,14 @@ def test_value_held_only_where_the_predicate_is_not_stated_is_flagged():
     # with the step switched off
     assert _status("1878", "date", "Lise Meitner was born in 1878.", "Lise Meitner", weak_holder)[0] == "supported"
     assert _status("Vienna", "name", answer, None, weak_holder, agreement=None)[0] == "supported"
+    # ... and so does a claim whose best sentence explains less than PREDICATE_MINIMUM of
+    # the predicate game's weight (a generic predicate: "It was completed on")
+    k = keyword_facts("Vienna", "name")
+    generic = keyword_status(
+        k, holding_mask(k, FACTS, SENTENCE_SOURCE), None, np.asarray(weak_holder), SENTENCE_SOURCE, FACTS,
+        sentence_facts(answer), predicate_weight=2.0 / PREDICATE_MINIMUM + 1.0,
+    )
+    assert generic[0] == "supported"
 
 
 def test_words_are_supported_when_held():

@@ -1392,6 +1392,7 @@ class TokenShapley:
                 answer_facts.get(kw_sentence[r]) or sentence_facts(""),
                 1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
                 None if r in retyped else PREDICATE_AGREEMENT,
+                float(weights[r].sum()),
             )
             statuses.append(status)
             allowed[r] = ok

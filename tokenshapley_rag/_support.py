@@ -53,10 +53,12 @@ PREDICATE_TOLERANCE = 0.75
 # unrelated sentence ("Samoa" for "Melbourne" in "games were played in Melbourne and
 # Sydney") leaves the predicate to another source (chosen on dev, docs/method.md §8).
 PREDICATE_AGREEMENT = 0.3
-# ... once the claim states a predicate at all: a bare answer ("the President of India")
-# leaves its predicate to the question, and its best sentence's value below a quarter of one
-# token's game is noise, not a better source (chosen on dev, docs/method.md §8).
-PREDICATE_MINIMUM = 0.25
+# ... once some sentence states the claim's predicate: its predicate value is at least this
+# share of the predicate game's total weight. Below it the predicate is generic ("It was
+# completed on", which a page about another tower states as well) or absent (a bare answer,
+# "the President of India"), and the best sentence is noise, not a better source (chosen on
+# dev, docs/method.md §8).
+PREDICATE_MINIMUM = 0.2
 
 _MONTHS = {
     m: i + 1
@@ -235,6 +237,7 @@ def keyword_status(
     answer: SentenceFacts,
     tolerance: float = PREDICATE_TOLERANCE,
     agreement: float | None = PREDICATE_AGREEMENT,
+    predicate_weight: float = 1.0,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -271,7 +274,8 @@ def keyword_status(
     Context decides last: a number, date or name found supported, that no source of its
     anchor holds, is overturned when the sources holding it state its predicate at less
     than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
-    value (when that is at least :data:`PREDICATE_MINIMUM`); it is then contradicted by
+    value, when that is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight`` (the
+    predicate game's total weight, the most its value can be); it is then contradicted by
     that sentence when it states another value of the keyword's kind, else unsupported.
     ``agreement=None`` skips this (a capitalised word that opens the answer sentence is
     only a name by the sources' spelling, and its predicate may be any sentence's).
@@ -283,7 +287,7 @@ def keyword_status(
         return status, ok, rival  # the anchor's source holds it: the claim's values agree
     best = int(np.argmax(predicate))
     holding = float(predicate[np.isin(sentence_source, sentence_source[held])].max())
-    if predicate[best] >= PREDICATE_MINIMUM and holding < agreement * float(predicate[best]):
+    if predicate[best] >= PREDICATE_MINIMUM * predicate_weight and holding < agreement * float(predicate[best]):
         if states_other_value(k, facts[best], answer):
             return "contradicted", np.zeros_like(held), best
         return "unsupported", np.zeros_like(held), -1
