@@ -489,7 +489,7 @@ def ratio_median(reps: list[dict], num: str, den: str) -> float | None:
 
 
 def contextcite_ours(b: Bench, ex, beta: int) -> tuple[float, np.ndarray]:
-    from tokenshapley_rag._model_baselines import ContextCiteAttributor
+    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
     from tokenshapley_rag.eval._lm import ResponseLM
 
     cc = ContextCiteAttributor(ResponseLM(b.loaded, memo_size=0), beta=beta)
@@ -650,7 +650,7 @@ def child_main(spec: dict) -> None:
         out["prompt_tokens"] = int(len(ids))
         b.lm_forward(ids)
     elif spec["kind"] == "contextcite-b8":
-        from tokenshapley_rag._model_baselines import ContextCiteAttributor
+        from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
         from tokenshapley_rag.eval._lm import ResponseLM
         from tokenshapley_rag.eval._sentences import sentence_units
 

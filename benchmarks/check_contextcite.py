@@ -4,7 +4,7 @@
 
 For each example the package's ``ContextCiter`` is built on the same model (the embedded
 SmolLM2-135M-Instruct), the same context string, query and (cached) response; our
-:class:`~tokenshapley_rag._model_baselines.ContextCiteAttributor` is then run on the *same*
+:class:`~tokenshapley_rag.eval._model_baselines.ContextCiteAttributor` is then run on the *same*
 units (the package's sentence partition) and the *same* prompt (the package's template), so
 any difference comes from the ablation masks, the logit-probability target or the Lasso
 solver. Printed per example: whether the masks are identical, the largest absolute weight
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from scipy.stats import spearmanr
 
-    from tokenshapley_rag._model_baselines import ContextCiteAttributor, contextcite_masks
+    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor, contextcite_masks
     from tokenshapley_rag._models import load_causal_lm
     from tokenshapley_rag._types import Source
     from tokenshapley_rag.eval import load_dataset

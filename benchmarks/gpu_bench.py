@@ -411,7 +411,7 @@ def bench_tokenshapley(args, examples, clock, report) -> None:
 
 
 def bench_contextcite(args, examples, clock, report) -> None:
-    from tokenshapley_rag._model_baselines import ContextCiteAttributor
+    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
     from tokenshapley_rag._models import load_causal_lm
 
     all_answers = [ex for g in question_groups(examples, None) for ex in g]

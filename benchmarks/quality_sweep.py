@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from tokenshapley_rag import TokenShapley
-from tokenshapley_rag._baselines import make_baseline
+from tokenshapley_rag.eval._baselines import make_baseline
 from tokenshapley_rag._segment import split_sentences, token_words
 from tokenshapley_rag.eval._data import load_dataset
 from tokenshapley_rag.eval._metrics import SOURCE_PERMUTATION_SEEDS, source_permutation, span_class

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tokenshapley_rag._baselines import (
+from tokenshapley_rag.eval._baselines import (
     BASELINE_NAMES,
     ExactMatchAttributor,
     LexicalAttributor,

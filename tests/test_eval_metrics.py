@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenshapley_rag.eval as ev
-from tokenshapley_rag._baselines import LexicalAttributor, make_baseline
+from tokenshapley_rag.eval._baselines import LexicalAttributor, make_baseline
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.eval import (
@@ -79,8 +79,8 @@ def test_all_is_exact():
         "tokenshapley_rag.eval._protocols",
         "tokenshapley_rag.eval._lm",
         "tokenshapley_rag.eval._methods",
-        "tokenshapley_rag._baselines",
-        "tokenshapley_rag._model_baselines",
+        "tokenshapley_rag.eval._baselines",
+        "tokenshapley_rag.eval._model_baselines",
     ],
 )
 def test_doctests(module, default_sets):

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenshapley_rag._baselines import make_baseline
+from tokenshapley_rag.eval._baselines import make_baseline
 from tokenshapley_rag._generate import generate_answer
-from tokenshapley_rag._model_baselines import ContextCiteAttributor, EmbSimAttributor, HidSimAttributor
+from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor, EmbSimAttributor, HidSimAttributor
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.eval import (
     AttributionExample,

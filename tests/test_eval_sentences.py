@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from tokenshapley_rag._baselines import (
+from tokenshapley_rag.eval._baselines import (
     ExactMatchAttributor,
     LexicalAttributor,
     RandomAttributor,

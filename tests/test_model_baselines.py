@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tokenshapley_rag._baselines import MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
-from tokenshapley_rag._model_baselines import (
+from tokenshapley_rag.eval._baselines import MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
+from tokenshapley_rag.eval._model_baselines import (
     ContextCiteAttributor,
     HidSimAttributor,
     aggregate_logit_probs,

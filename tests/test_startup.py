@@ -37,3 +37,13 @@ def test_cli_help_does_not_load_the_engine():
         "    except SystemExit:\n        pass"
     )
     assert _imported_after(code) == set()
+
+
+def test_the_library_does_not_import_the_benchmark_harness():
+    code = (
+        "import sys\nimport tokenshapley_rag._attribution, tokenshapley_rag._stream, tokenshapley_rag._render\n"
+        "import tokenshapley_rag.evaluate, tokenshapley_rag.chat, tokenshapley_rag.cli\n"
+        "print(' '.join(m for m in sys.modules if m == 'tokenshapley_rag.eval' or m.startswith('tokenshapley_rag.eval.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == []

@@ -26,7 +26,7 @@ from tokenshapley_rag.eval._runner import run_span_eval
 from tokenshapley_rag.eval._support import add_support_arguments, run_support_cli, wants_support
 
 if TYPE_CHECKING:
-    from tokenshapley_rag._baselines import SpanAttributor
+    from tokenshapley_rag.eval._baselines import SpanAttributor
 
 __all__ = ["add_eval_arguments", "partial_path", "run_eval"]
 

@@ -1,4 +1,4 @@
-"""Span-accuracy evaluation of a :class:`~tokenshapley_rag._baselines.SpanAttributor`.
+"""Span-accuracy evaluation of a :class:`~tokenshapley_rag.eval._baselines.SpanAttributor`.
 
 :func:`run_span_eval` scores every gold span of every example (original source order and,
 with order control, the permutations of :data:`SOURCE_PERMUTATION_SEEDS`), writes one JSON
@@ -35,8 +35,8 @@ from tokenshapley_rag.eval._metrics import (
     span_class,
 )
 
-if TYPE_CHECKING:  # avoid a runtime import cycle (_baselines imports eval._data)
-    from tokenshapley_rag._baselines import SpanAttributor
+if TYPE_CHECKING:  # _baselines imports _data, which this package imports first
+    from tokenshapley_rag.eval._baselines import SpanAttributor
 
 __all__ = ["EvalReport", "run_span_eval"]
 
@@ -275,7 +275,7 @@ def run_span_eval(
 
     Examples
     --------
-    >>> from tokenshapley_rag._baselines import LexicalAttributor
+    >>> from tokenshapley_rag.eval._baselines import LexicalAttributor
     >>> from tokenshapley_rag.eval import load_dataset
     >>> rep = run_span_eval("kv", LexicalAttributor(), load_dataset("kv", limit=2), progress=False)
     >>> rep.n, rep.metrics["accuracy"], rep.metrics["accuracy_order_controlled"]

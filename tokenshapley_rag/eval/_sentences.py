@@ -108,7 +108,7 @@ class SentenceAttributor(Protocol):
 
     Examples
     --------
-    >>> from tokenshapley_rag._baselines import LexicalAttributor
+    >>> from tokenshapley_rag.eval._baselines import LexicalAttributor
     >>> isinstance(LexicalAttributor(), SentenceAttributor)
     True
     """

@@ -10,7 +10,7 @@ overlap), :class:`ExactMatchAttributor` (verbatim substring only) and
 :class:`RandomAttributor`. Each also implements the sentence-level protocol
 (:class:`~tokenshapley_rag.eval._sentences.SentenceAttributor`: ``score_sentences(query,
 sources, response, sentences)``) used by NQ, CNN/DM and WiCE. The model-based baselines
-(HidSim, EmbSim, ContextCite) live in :mod:`tokenshapley_rag._model_baselines`;
+(HidSim, EmbSim, ContextCite) live in :mod:`tokenshapley_rag.eval._model_baselines`;
 :func:`make_baseline` builds any of them by name.
 
 Words are lowercase ``\\w+`` tokens (Python ``re`` with Unicode ``\\w``): ``"Hot-in Herre's"``
@@ -49,7 +49,7 @@ __all__ = [
 
 #: Model-free baselines (cheap; no model is loaded).
 BASELINE_NAMES: tuple[str, ...] = ("lexical", "exact", "random")
-#: Model-based baselines of :mod:`tokenshapley_rag._model_baselines` (load a model when built).
+#: Model-based baselines of :mod:`tokenshapley_rag.eval._model_baselines` (load a model when built).
 MODEL_BASELINE_NAMES: tuple[str, ...] = ("hidsim", "embsim", "contextcite")
 
 _WORD = re.compile(r"\w+")
@@ -347,7 +347,7 @@ def make_baseline(name: str, *, seed: int = 0, beta: int = 8, loaded: Any = None
     if name == "random":
         return RandomAttributor(seed=seed)
     if name in MODEL_BASELINE_NAMES:
-        from tokenshapley_rag import _model_baselines as mb
+        from tokenshapley_rag.eval import _model_baselines as mb
 
         if name == "hidsim":
             return mb.HidSimAttributor(loaded)

@@ -1,6 +1,6 @@
 """Model-based attribution baselines: HidSim, EmbSim and ContextCite.
 
-Each implements both protocols of the evaluation: :class:`~tokenshapley_rag._baselines.SpanAttributor`
+Each implements both protocols of the evaluation: :class:`~tokenshapley_rag.eval._baselines.SpanAttributor`
 (``score_spans(example) -> (n_spans, n_sources)``, for QuoteSum / VeriGran / KV) and
 :class:`~tokenshapley_rag.eval._sentences.SentenceAttributor` (``score_sentences(query, sources,
 response, sentences) -> SentenceScores``, for NQ / CNN-DM / WiCE).
