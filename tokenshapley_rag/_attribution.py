@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numba
 import numpy as np
 
-from tokenshapley_rag._defaults import DEFAULT_LAYER
-from tokenshapley_rag._sources import coerce_sources
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
+from tokenshapley_rag._defaults import DEFAULT_LAYER
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._limits import (
     DEFAULT_MAX_CONTEXT_CHARS,
@@ -31,6 +30,7 @@ from tokenshapley_rag._limits import (
 )
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
+from tokenshapley_rag._sources import coerce_sources
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
