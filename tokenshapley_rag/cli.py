@@ -8,6 +8,7 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from tokenshapley_rag.errors import TokenShapleyError
@@ -188,25 +189,36 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text}")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum``, refused with a message naming the
+    expected and the actual value.
+
+    >>> int_at_least(1)("3")
+    3
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"  # argparse names the type in its error
+    return parse
 
 
 def _add_limit_options(p: argparse.ArgumentParser) -> None:
     from tokenshapley_rag._limits import DEFAULT_MAX_CONTEXT_CHARS, DEFAULT_MAX_SOURCE_CHARS
 
     p.add_argument(
-        "--max-source-chars", dest="engine_max_source_chars", type=_non_negative_int, default=None, metavar="N",
+        "--max-source-chars", dest="engine_max_source_chars", type=int_at_least(0), default=None, metavar="N",
         help=f"refuse a source longer than N characters (default {DEFAULT_MAX_SOURCE_CHARS}; 0: no limit)",
     )
     p.add_argument(
-        "--max-context-chars", dest="engine_max_context_chars", type=_non_negative_int, default=None, metavar="N",
+        "--max-context-chars", dest="engine_max_context_chars", type=int_at_least(0), default=None, metavar="N",
         help=f"refuse sources longer than N characters in all (default {DEFAULT_MAX_CONTEXT_CHARS}; 0: no limit)",
     )
 

@@ -8,14 +8,9 @@ import os
 import sys
 from pathlib import Path
 
+from tokenshapley_rag.cli import int_at_least
+
 __all__ = ["add_evaluate_chain_arguments", "run_evaluate_chain"]
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
 
 
 def add_evaluate_chain_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +24,7 @@ def add_evaluate_chain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["local", "ray"], default="local")
     p.add_argument("--ray-address", default=None,
                    help="Ray cluster to join (e.g. auto, ray://head:10001); default starts a local Ray")
-    p.add_argument("--concurrency", type=_positive_int, default=2, help="Ray actors, one model each (default 2)")
+    p.add_argument("--concurrency", type=int_at_least(1), default=2, help="Ray actors, one model each (default 2)")
     p.add_argument("--num-cpus-per-actor", type=float, default=1.0, help="CPUs reserved per Ray actor (default 1)")
     p.add_argument("--ray-working-dir", default=None, metavar="DIR",
                    help="ship DIR to the cluster as the Ray runtime_env working_dir (for a --chain module that "
@@ -38,7 +33,7 @@ def add_evaluate_chain_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder put on sys.path to import the --chain module (default: the current folder)")
     p.add_argument("--input-key", default=None,
                    help="LangChain input key (default: send both 'input' and 'question')")
-    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N questions")
+    p.add_argument("--limit", type=int_at_least(1), default=None, help="only the first N questions")
     p.add_argument("--no-resume", dest="resume", action="store_false",
                    help="start DIR/rows.jsonl over instead of reusing its finished questions")
     p.add_argument("--retry-errors", action="store_true", help="on resume, run earlier error rows again")
