@@ -190,3 +190,19 @@ def test_markdown_and_html_show_contradictions_and_verdicts():
     assert d["citations"][1]["status"] == "contradicted" and d["citations"][1]["conflict"]["source_id"] == "rhine"
     assert d["citations"][1]["source_id"] is None
     assert d["sentences"][0]["verdict"] == "contradicted"
+
+
+def test_name_variants_hold_each_other():
+    # plural / singular words of a name, and an acronym with its expansion (both ways)
+    facts = [sentence_facts("Marty Robbins sang A White Sport Coat."), sentence_facts("The Indian Premier League began in 2008.")]
+    source = np.array([0, 1])
+
+    def held_by(text):
+        return holding_mask(keyword_facts(text, "name"), facts, source).tolist()
+
+    assert held_by("White Sports Coat") == [True, False]
+    assert held_by("IPL") == [False, True]
+    assert held_by("Ipl") == [False, False]  # only a word written in capitals is an acronym
+    assert held_by("Indian Premier League") == [False, True]
+    assert holding_mask(keyword_facts("Indian Premier League", "name"), [sentence_facts("The IPL began in 2008.")], np.array([0])).tolist() == [True]
+    assert held_by("IBM") == [False, False] and held_by("Black Sport Coat") == [False, False]

@@ -117,6 +117,7 @@ class SentenceFacts:
     words: frozenset[str]  # folded words
     stems: frozenset[str]  # light stems of the words
     names: tuple[str, ...]  # folded names (their words joined by a space)
+    acronyms: frozenset[str] = frozenset()  # folded words written in capitals ("IPL" -> "ipl")
 
 
 def sentence_facts(text: str) -> SentenceFacts:
@@ -137,6 +138,7 @@ def sentence_facts(text: str) -> SentenceFacts:
         words=frozenset(words),
         stems=frozenset(light_stem(w) for w in words),
         names=names,
+        acronyms=frozenset(_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)),
     )
 
 
@@ -157,6 +159,7 @@ class KeywordFacts:
     months: frozenset[int]
     words: tuple[str, ...]  # name words, in order
     stems: frozenset[str]
+    acronym: bool = False  # a one-word name written in capitals ("IPL")
 
 
 def keyword_facts(text: str, kind: str) -> KeywordFacts:
@@ -174,7 +177,8 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     ) if kind == "date" else frozenset()
     words = tuple(_name_words(text)) if kind == "name" else ()
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
-    return KeywordFacts(kind, numbers, months, words, stems)
+    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
+    return KeywordFacts(kind, numbers, months, words, stems, acronym)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
@@ -183,8 +187,25 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return bool(k.stems) and k.stems <= f.stems
         return k.numbers <= f.numbers and k.months <= f.months
     if k.kind == "name":
-        return bool(k.words) and all(w in f.words for w in k.words)
+        if not k.words:
+            return False
+        # A name's words by their stem ("White Sport Coat" holds "White Sports Coat").
+        if all(w in f.words or light_stem(w) in f.stems for w in k.words):
+            return True
+        # An acronym and its expansion hold each other ("IPL", "Indian Premier League").
+        if k.acronym:
+            return any(_initials(name) == k.words[0] for name in f.names)
+        return len(k.words) > 1 and _initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
+
+
+def _initials(name: str) -> str:
+    """The first letters of a folded name's words, joiners left out ("indian premier league" -> "ipl")."""
+    return "".join(w[0] for w in name.split() if w not in _JOINERS)
+
+
+def _is_acronym(word: str) -> bool:
+    return 2 <= len(word) <= 6 and word.isalpha()
 
 
 def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_source: np.ndarray) -> np.ndarray:
