@@ -9,8 +9,9 @@ source sentence through normalised *facts*:
   "2,850 kilometres");
 * dates by their numbers (day, year) and month (names and abbreviations folded to 1-12);
 * names by their words (case, accents and a possessive "'s" folded; joiners such as "of"
-  ignored): a sentence holds a name when it holds all of its words, or its last word while
-  its source holds all of them ("Curie" in a page about Marie Curie);
+  ignored; a word also by its stem): a sentence holds a name when it holds all of its words,
+  or its last word while its source holds all of them ("Curie" in a page about Marie Curie);
+  an acronym in capitals and a name whose initials spell it hold each other ("IPL");
 * other words by a light stem, so copied words are held whatever their case or
   inflection ("flows" = "flow", "Physics" = "physics").
 
