@@ -399,3 +399,17 @@ def test_from_pretrained_loads_and_takes_the_method_parameters(cache_root, ts):
         k: v for k, v in TokenShapley(ts.loaded.model, ts.loaded.tokenizer, layer=6, cache_dir=cache_root, m=7).config.items()
         if k not in ("layer", "m")
     }
+
+
+def test_a_claim_joined_by_a_semicolon_keeps_its_own_predicate(ts):
+    # Two clauses from two sources: "Big Ben" is copied from the second source, and the
+    # first clause's words ("is ... tall") must not be its predicate (README's example).
+    res = ts.attribute(
+        query="How tall is the Eiffel Tower?",
+        sources=["The Eiffel Tower is 330 metres tall.", "Big Ben is in London."],
+        response="The Eiffel Tower is 330 metres tall; Big Ben dates from 1859.",
+    )
+    status = {c.text: c.status for c in res.citations}
+    assert status["Big Ben"] == "supported" and status["330 metres"] == "supported"
+    assert status["1859"] == "unsupported"
+    assert next(c for c in res.citations if c.text == "Big Ben").best.source_id == "1"

@@ -1243,9 +1243,15 @@ class TokenShapley:
                 for found, (kw, _) in zip(verbatim.any(axis=1).tolist(), cited)
             ],
         )
+        # The predicate game stays inside the keyword's clause: a semicolon joins two claims
+        # that may come from two sources ("X is 330 metres tall; Big Ben dates from 1859").
+        clause_starts = [i + 1 for i, ch in enumerate(response) if ch == ";"]
+        answer_clause = answer_sentence * (len(clause_starts) + 1) + np.searchsorted(
+            np.asarray(clause_starts, dtype=np.int64), resp.offsets[:, 0], side="right"
+        ) if clause_starts else answer_sentence
         statuses, allowed, rivals = self._statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_source, facts, len(sources),
-            retyped,
+            retyped, answer_clause,
         )
         # A keyword is ranked among the sources it may be cited by (a source's score sums
         # all its sentences, as in span_scores), quoted by a sentence that holds it.
@@ -1331,11 +1337,14 @@ class TokenShapley:
         facts: list[SentenceFacts],
         n_sources: int,
         retyped: Collection[int] = (),
+        answer_clause: np.ndarray | None = None,
     ) -> tuple[list[str], np.ndarray, list[int]]:
         """Each keyword's status, the sentences it may be cited by, and its conflicting
         sentence (-1: none): :func:`keyword_status` with the predicate game's values.
         ``retyped``: the keywords that open their sentence and are names only because a
-        source spells them as one (no context agreement check for them)."""
+        source spells them as one (no context agreement check for them). ``answer_clause``:
+        each answer token's clause (sentences cut at semicolons; default: its sentence), the
+        span of the predicate game."""
         n_kw, n_sent = held.shape
         if n_kw == 0:
             return [], held.copy(), []
@@ -1344,7 +1353,8 @@ class TokenShapley:
         # The predicate game: the context game of each keyword's answer sentence over the
         # tokens of no number, date or name keyword (what is said of the subject), whose
         # exact Shapley values are `weights @ scores` (linearity).
-        weights = _context_weight_rows(answer_sentence, [m for _, m in cited], 1.0, self.context_scale)
+        clause = answer_sentence if answer_clause is None else answer_clause
+        weights = _context_weight_rows(clause, [m for _, m in cited], 1.0, self.context_scale)
         value_tokens = np.concatenate(
             [m for kw, m in cited if kw.kind in VALUE_KINDS] or [np.zeros(0, dtype=np.int64)]
         )
