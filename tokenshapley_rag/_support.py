@@ -302,55 +302,53 @@ def keyword_status(
     ``agreement=None`` skips this (a capitalised word that opens the answer sentence is
     only a name by the sources' spelling, and its predicate may be any sentence's).
     """
-    status, ok, rival = _status_by_anchor(k, held, subject_sources, predicate, sentence_source, facts, answer, tolerance)
-    if status != "supported" or k.kind not in VALUE_KINDS or agreement is None or not held.any():
-        return status, ok, rival
-    if subject_sources is not None and (held & subject_sources[sentence_source]).any():
-        return status, ok, rival  # the anchor's source holds it: the claim's values agree
-    best = int(np.argmax(predicate))
-    holding = float(predicate[np.isin(sentence_source, sentence_source[held])].max())
-    if predicate[best] >= PREDICATE_MINIMUM * predicate_weight and holding < agreement * float(predicate[best]):
-        if states_other_value(k, facts[best], answer):
-            return "contradicted", np.zeros_like(held), best
-        return "unsupported", np.zeros_like(held), -1
-    return status, ok, rival
-
-
-def _status_by_anchor(
-    k: KeywordFacts,
-    held: np.ndarray,
-    subject_sources: np.ndarray | None,
-    predicate: np.ndarray,
-    sentence_source: np.ndarray,
-    facts: list[SentenceFacts],
-    answer: SentenceFacts,
-    tolerance: float,
-) -> tuple[str, np.ndarray, int]:
-    """:func:`keyword_status` before its last step (the context agreement)."""
     if k.kind not in VALUE_KINDS:
         if subject_sources is not None and (held & subject_sources[sentence_source]).any():
             return "supported", held & subject_sources[sentence_source], -1
         return ("supported" if held.any() else "unsupported"), held, -1
+    # A holding source states the predicate in any of its sentences (the value in one, the
+    # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
+    holding_sources = np.isin(sentence_source, sentence_source[held])
     if held.any():
         if subject_sources is None:
-            return "supported", held, -1
+            return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_source]
         if agreeing.any():
-            return "supported", agreeing, -1
+            return "supported", agreeing, -1  # the anchor's source holds it: the claim's values agree
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_source]
     pool &= ~held
     rival, best = -1, 0.0
     for j in np.flatnonzero(pool).tolist():
         if predicate[j] > best and states_other_value(k, facts[j], answer):
             rival, best = j, float(predicate[j])
-    # A holding source states the predicate in any of its sentences (the value in one, the
-    # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
-    holding_sources = np.isin(sentence_source, sentence_source[held])
     if rival >= 0 and (not held.any() or best >= tolerance * float(predicate[holding_sources].max())):
         return "contradicted", np.zeros_like(held), rival
     if held.any():
-        return "supported", held, -1
+        return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
     return "unsupported", held, -1
+
+
+def _unless_context_disagrees(
+    k: KeywordFacts,
+    held: np.ndarray,
+    holding_sources: np.ndarray,
+    predicate: np.ndarray,
+    facts: list[SentenceFacts],
+    answer: SentenceFacts,
+    agreement: float | None,
+    predicate_weight: float,
+) -> tuple[str, np.ndarray, int]:
+    """The last step of :func:`keyword_status` for a held value no anchor source holds:
+    supported, unless the sources holding it state the predicate far worse than the best
+    sentence (then contradicted by it, or unsupported)."""
+    if agreement is not None:
+        best = int(np.argmax(predicate))
+        top = float(predicate[best])
+        if top >= PREDICATE_MINIMUM * predicate_weight and float(predicate[holding_sources].max()) < agreement * top:
+            if states_other_value(k, facts[best], answer):
+                return "contradicted", np.zeros_like(held), best
+            return "unsupported", np.zeros_like(held), -1
+    return "supported", held, -1
 
 
 def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | None:
