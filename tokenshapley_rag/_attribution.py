@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import inspect
 import math
 import os
 import re
@@ -67,11 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["TokenShapley", "AttributionResult", "TokenScores", "coerce_sources", "context_scores", "context_weights"]
 
 _MATCH_MODES = ("word", "word_or_token", "normalized", "exact")
-# TokenShapley's parameters that are the method's, not the model loading's.
-_METHOD_PARAMETERS = (
-    "k", "m", "gamma", "match", "candidates", "context_weight", "context_scale", "verbatim",
-    "support_threshold", "use_disk_cache", "max_sentence_tokens", "max_source_chars", "max_context_chars",
-)
+_LOADING_PARAMETERS = frozenset(("self", "model", "tokenizer", "layer", "device", "dtype", "cache_dir"))
 _CANDIDATE_MODES = ("nearest", "mixed")
 # Datastores of the last few source lists kept per TokenShapley (see _datastore_for):
 # at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
@@ -880,11 +877,13 @@ class TokenShapley:
         >>> ts.config["m"]  # doctest: +SKIP
         10
         """
-        unknown = sorted(set(params) - set(_METHOD_PARAMETERS))
+        # The method's parameters are the constructor's keywords that are not loading options.
+        method = [p for p in inspect.signature(cls.__init__).parameters if p not in _LOADING_PARAMETERS]
+        unknown = sorted(set(params) - set(method))
         if unknown:
             raise InvalidInputTypeError(
                 f"from_pretrained() got unexpected keyword(s) {unknown}; expected loading options "
-                f"(layer, device, dtype, cache_dir) or method parameters {list(_METHOD_PARAMETERS)}"
+                f"(layer, device, dtype, cache_dir) or method parameters {method}"
             )
         return cls(model, tokenizer, layer=layer, device=device, dtype=dtype, cache_dir=cache_dir, **params)
 
