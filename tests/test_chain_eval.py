@@ -295,6 +295,17 @@ def test_run_chain_real_llamaindex_response():
     assert out.answer == "In France."
     assert (out.sources[0].id, out.sources[0].text) == ("n1", "title: Paris\n\nParis is in France.")
     assert out.sources[0].metadata == {"title": "Paris", "retrieval_score": 0.7}
+    assert out.sources[0].document is None  # a node parsed from no document
+
+    class Chunked:
+        def query(self, q):
+            node = schema.TextNode(
+                text="Paris is in France.", id_="n2",
+                relationships={schema.NodeRelationship.SOURCE: schema.RelatedNodeInfo(node_id="paris-doc")},
+            )
+            return Response(response="In France.", source_nodes=[schema.NodeWithScore(node=node)])
+
+    assert run_chain(Chunked(), "Where is Paris?").sources[0].document == "paris-doc"
 
 
 def test_run_chain_langchain_like():
@@ -305,6 +316,10 @@ def test_run_chain_langchain_like():
     out = run_chain(make_langchain_runnable(), "When was Big Ben completed?")
     assert out.answer == "Big Ben was completed in 1923."
     assert [s.id for s in out.sources] == ["bigben", "eiffel"] and out.sources[0].metadata == {"title": "bigben"}
+    assert [s.document for s in out.sources] == [None, None]  # no metadata["source"]: each its own document
+    chunked = RunnableLambda(lambda x: {
+        "context": [Document(page_content="A b.", metadata={"source": "a.txt"})], "answer": "b"})
+    assert run_chain(chunked, "Q?").sources[0].document == "a.txt"
     # a chain reading "question", answering with a chat message, documents without ids
     seen = []
     r = RunnableLambda(lambda x: seen.append(x) or {"context": [Document(page_content="A b.")], "answer": AIMessage(content="b")})

@@ -31,7 +31,7 @@ from tokenshapley_rag._limits import (
 )
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences, token_words
-from tokenshapley_rag._sources import coerce_sources
+from tokenshapley_rag._sources import coerce_sources, document_index
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
@@ -626,7 +626,9 @@ class AttributionResult:
         return {
             "query": self.query,
             "response": self.response,
-            "sources": [{"id": s.id, "text": s.text, "metadata": dict(s.metadata)} for s in self.sources],
+            "sources": [
+                {"id": s.id, "text": s.text, "metadata": dict(s.metadata), "document": s.document} for s in self.sources
+            ],
             "citations": [c.to_dict() for c in self.citations],
             "sentences": [v.to_dict() for v in self.sentences],
             "support": self.support,
@@ -1215,11 +1217,14 @@ class TokenShapley:
         # value (numbers by value, dates by their parts, names by their words, other words
         # by stem).
         facts = [self._sentence_facts(r.text) for r in store.sentences]
+        # Support is checked per document: chunks cut from one document back each other.
+        source_document = np.asarray(document_index(sources), dtype=np.int64)
+        sentence_document = source_document[sentence_source]
         retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
         cited = [(Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)]
         kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
         held = (
-            np.array([holding_mask(kf, facts, sentence_source) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
+            np.array([holding_mask(kf, facts, sentence_document) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
         )
         # Ranked by each keyword's game in its answer context; support is judged on the
         # keyword's own tokens only, so context cannot make an invented keyword supported.
@@ -1249,8 +1254,8 @@ class TokenShapley:
             np.asarray(clause_starts, dtype=np.int64), resp.offsets[:, 0], side="right"
         ) if clause_starts else answer_sentence
         statuses, allowed, rivals = self._statuses(
-            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_source, facts, len(sources),
-            retyped, answer_clause,
+            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
+            int(source_document.max()) + 1, retyped, answer_clause,
         )
         # A keyword is ranked among the sources it may be cited by (a source's score sums
         # all its sentences, as in span_scores), quoted by a sentence that holds it.
@@ -1332,9 +1337,9 @@ class TokenShapley:
         answer_sentence: np.ndarray,
         answer_spans: list[tuple[int, int]],
         response: str,
-        sentence_source: np.ndarray,
+        sentence_document: np.ndarray,
         facts: list[SentenceFacts],
-        n_sources: int,
+        n_documents: int,
         retyped: Collection[int] = (),
         answer_clause: np.ndarray | None = None,
     ) -> tuple[list[str], np.ndarray, list[int]]:
@@ -1343,7 +1348,9 @@ class TokenShapley:
         ``retyped``: the keywords that open their sentence and are names only because a
         source spells them as one (no context agreement check for them). ``answer_clause``:
         each answer token's clause (sentences cut at semicolons; default: its sentence), the
-        span of the predicate game."""
+        span of the predicate game. ``sentence_document``: each sentence's document (chunks
+        of one document are one source here: the anchor and the holding sources are
+        documents)."""
         n_kw, n_sent = held.shape
         if n_kw == 0:
             return [], held.copy(), []
@@ -1368,9 +1375,9 @@ class TokenShapley:
         for r, (kw, _) in enumerate(cited):
             if kw.kind == "name":
                 subject.setdefault(kw_sentence[r], r)
-        held_by_source = np.zeros((n_kw, n_sources), dtype=bool)
+        held_by_source = np.zeros((n_kw, n_documents), dtype=bool)
         rows, cols = np.nonzero(held)
-        held_by_source[rows, sentence_source[cols]] = True
+        held_by_source[rows, sentence_document[cols]] = True
         answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
         statuses: list[str] = []
         allowed = np.zeros_like(held)
@@ -1397,7 +1404,7 @@ class TokenShapley:
                 agreement = held_by_source[others].sum(axis=0)
                 subject_sources = agreement == agreement.max()
             status, ok, rival = keyword_status(
-                kfacts[r], held[r], subject_sources, predicate[r], sentence_source, facts,
+                kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
                 answer_facts.get(kw_sentence[r]) or sentence_facts(""),
                 1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
                 None if r in retyped else PREDICATE_AGREEMENT,

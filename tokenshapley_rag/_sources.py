@@ -10,7 +10,7 @@ from tokenshapley_rag._text import check_text
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import DuplicateSourceIdError, EmptyTextError, InvalidInputTypeError
 
-__all__ = ["coerce_sources"]
+__all__ = ["coerce_sources", "document_index"]
 
 
 def coerce_sources(sources: Iterable[Any]) -> list[Source]:
@@ -44,9 +44,15 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
             src = Source(id=str(i), text=item)
         elif isinstance(item, Mapping) and "text" in item:
             sid = item.get("id")
-            src = Source(id=str(i) if sid is None else sid, text=item["text"], metadata=dict(item.get("metadata") or {}))
+            src = Source(
+                id=str(i) if sid is None else sid, text=item["text"], metadata=dict(item.get("metadata") or {}),
+                document=item.get("document"),
+            )
         elif hasattr(item, "text") and hasattr(item, "id"):
-            src = Source(id=item.id, text=item.text, metadata=dict(getattr(item, "metadata", None) or {}))
+            src = Source(
+                id=item.id, text=item.text, metadata=dict(getattr(item, "metadata", None) or {}),
+                document=getattr(item, "document", None),
+            )
         else:
             raise InvalidInputTypeError(
                 f"sources[{i}] must be a str, a Source, a mapping with 'text' or an object with id and text; "
@@ -57,8 +63,14 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
             # Ids are compared as strings: 1 and "1" are the same source (to_dict writes both as "1").
             if isinstance(src.id, bool) or not isinstance(src.id, (int, str)):
                 raise InvalidInputTypeError(f"sources[{i}].id must be a str or an int, got {type(src.id).__name__}")
-            src = Source(id=str(src.id), text=src.text, metadata=src.metadata)
+            src = Source(id=str(src.id), text=src.text, metadata=src.metadata, document=src.document)
         check_text(src.id, f"sources[{i}].id")
+        if src.document is not None:
+            if not isinstance(src.document, str):
+                raise InvalidInputTypeError(
+                    f"sources[{i}].document must be a str or None, got {type(src.document).__name__}"
+                )
+            check_text(src.document, f"sources[{i}].document")
         if not src.text.strip():
             raise EmptyTextError(f"sources[{i}] (id {src.id!r}) is empty or only whitespace")
         out.append(src)
@@ -70,3 +82,16 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
             raise DuplicateSourceIdError(f"source id {src.id!r} is used by sources[{seen[src.id]}] and sources[{i}]")
         seen[src.id] = i
     return out
+
+
+def document_index(sources: list[Source]) -> list[int]:
+    """Each source's document as an index: sources naming the same ``document`` share
+    one, and a source without one is a document of its own.
+
+    >>> document_index([Source("a#1", "x", document="a"), Source("b", "y"), Source("a#2", "z", document="a")])
+    [0, 1, 0]
+    """
+    index: dict[object, int] = {}
+    # A source without a document is keyed by its position, which no document name equals.
+    return [index.setdefault(("doc", s.document) if s.document is not None else ("pos", i), len(index))
+            for i, s in enumerate(sources)]

@@ -209,19 +209,19 @@ def _is_acronym(word: str) -> bool:
     return 2 <= len(word) <= 6 and word.isalpha()
 
 
-def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_source: np.ndarray) -> np.ndarray:
+def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_document: np.ndarray) -> np.ndarray:
     """``(n_sentences,)`` bool: the sentences that hold the keyword (the match rule).
 
-    A name is also held by a sentence that holds its last word when the same source holds
-    the whole name in some sentence (a page names its subject once in full).
+    A name is also held by a sentence that holds its last word when the same document
+    holds the whole name in some sentence (a page names its subject once in full).
     """
     held = np.array([_holds(k, f) for f in facts], dtype=bool)
     if k.kind == "name" and len(k.words) > 1:
-        full_sources = np.unique(sentence_source[held])
-        if len(full_sources):
+        full_documents = np.unique(sentence_document[held])
+        if len(full_documents):
             last = k.words[-1]
             partial = np.array([last in f.words for f in facts], dtype=bool)
-            held |= partial & np.isin(sentence_source, full_sources)
+            held |= partial & np.isin(sentence_document, full_documents)
     return held
 
 
@@ -254,7 +254,7 @@ def keyword_status(
     held: np.ndarray,
     subject_sources: np.ndarray | None,
     predicate: np.ndarray,
-    sentence_source: np.ndarray,
+    sentence_document: np.ndarray,
     facts: list[SentenceFacts],
     answer: SentenceFacts,
     tolerance: float = PREDICATE_TOLERANCE,
@@ -268,16 +268,17 @@ def keyword_status(
     ----------
     k : the keyword's facts
     held : (n_sentences,) bool, the sentences holding it (:func:`holding_mask`)
-    subject_sources : (n_sources,) bool or None
-        The claim's anchor: the sources that hold the most of the answer sentence's other
+    subject_sources : (n_documents,) bool or None
+        The claim's anchor: the documents that hold the most of the answer sentence's other
         numbers, dates and names (its subject, the first name, counting twice); None when
         the sentence has no other held value.
     predicate : (n_sentences,) float
         The predicate game's value for each sentence: the context game of the keyword's
         answer sentence over its tokens that belong to no number, date or name keyword
         (exact Shapley values, docs/method.md §8).
-    sentence_source, facts, answer : each sentence's source and facts; the answer
-        sentence's facts.
+    sentence_document, facts, answer : each sentence's document and facts; the answer
+        sentence's facts. A document is a source, or the chunks cut from one document
+        (:attr:`Source.document`): the rule's "sources" below are documents.
 
     Rule (docs/method.md §8): words are supported when held (and cited by the subject's
     sources when they hold them). A number, date or name is
@@ -303,19 +304,19 @@ def keyword_status(
     only a name by the sources' spelling, and its predicate may be any sentence's).
     """
     if k.kind not in VALUE_KINDS:
-        if subject_sources is not None and (held & subject_sources[sentence_source]).any():
-            return "supported", held & subject_sources[sentence_source], -1
+        if subject_sources is not None and (held & subject_sources[sentence_document]).any():
+            return "supported", held & subject_sources[sentence_document], -1
         return ("supported" if held.any() else "unsupported"), held, -1
     # A holding source states the predicate in any of its sentences (the value in one, the
     # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
-    holding_sources = np.isin(sentence_source, sentence_source[held])
+    holding_sources = np.isin(sentence_document, sentence_document[held])
     if held.any():
         if subject_sources is None:
             return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
-        agreeing = held & subject_sources[sentence_source]
+        agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
             return "supported", agreeing, -1  # the anchor's source holds it: the claim's values agree
-    pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_source]
+    pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
     rival, best = -1, 0.0
     for j in np.flatnonzero(pool).tolist():

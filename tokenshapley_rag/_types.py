@@ -24,16 +24,25 @@ class Source:
         ``sentence_end``) index into this string.
     metadata : Mapping, default={}
         Carried through to results untouched (title, url, page, ...).
+    document : str or None, default=None
+        The document the chunk was cut from (LlamaIndex's ``ref_doc_id``, a file path).
+        Chunks of one document back each other when support is checked: a claim may
+        take its subject from one chunk and its date from the next ("The Eiffel Tower
+        is ..." / "Construction was completed on 31 March 1889"). None: the chunk is a
+        document of its own.
 
     Examples
     --------
     >>> Source(id="doc-1", text="Paris is the capital of France.").id
     'doc-1'
+    >>> Source("eiffel.md#2", "Construction was completed in 1889.", document="eiffel.md").document
+    'eiffel.md'
     """
 
     id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    document: str | None = None
 
 
 #: Metadata keys that name a source for a reader, in order of preference (LlamaIndex

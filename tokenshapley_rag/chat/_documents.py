@@ -43,7 +43,9 @@ class Chunk:
 
     def to_source(self) -> Source:
         """The chunk as a :class:`tokenshapley_rag.Source` (the id is the chunk id)."""
-        return Source(id=self.id, text=self.text, metadata={"document": self.document, "title": self.title})
+        return Source(
+            id=self.id, text=self.text, metadata={"document": self.document, "title": self.title}, document=self.document
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -147,7 +147,9 @@ def _node_source(nws: Any, rank: int) -> tuple[int, Source | None]:
     score = getattr(nws, "score", None)
     if isinstance(score, (int, float)):
         metadata.setdefault("retrieval_score", float(score))
-    return rank, (Source(str(node_id), text, metadata) if text.strip() else None)
+    document = getattr(node, "ref_doc_id", None)  # the ingested document the node was parsed from
+    source = Source(str(node_id), text, metadata, document if isinstance(document, str) and document.strip() else None)
+    return rank, (source if text.strip() else None)
 
 
 def _document_source(doc: Any, rank: int) -> tuple[int, Source | None]:
@@ -158,7 +160,9 @@ def _document_source(doc: Any, rank: int) -> tuple[int, Source | None]:
         )
     doc_id = getattr(doc, "id", None) or str(rank - 1)
     metadata = dict(getattr(doc, "metadata", None) or {})
-    return rank, (Source(str(doc_id), text, metadata) if text.strip() else None)
+    document = metadata.get("source")  # the file or URL a loader read; splitters copy it into each chunk
+    source = Source(str(doc_id), text, metadata, document if isinstance(document, str) and document.strip() else None)
+    return rank, (source if text.strip() else None)
 
 
 def _dedupe(answer: str, items: list[tuple[int, Source | None]]) -> ChainOutput:

@@ -86,6 +86,9 @@ def documents_to_sources(
     part of it). Documents whose ``page_content`` is empty or whitespace are skipped (there
     is nothing in them to cite). A document repeated with the same id and the same
     ``page_content`` (two retrievers, or one retriever called twice) is kept once.
+    ``metadata["source"]`` (the file or URL a loader read, which text splitters copy into
+    every chunk) is the source's ``document``: chunks of one file back each other when
+    support is checked.
 
     Raises:
         InvalidInputError: two documents share an id but differ in ``page_content``.
@@ -106,8 +109,17 @@ def documents_to_sources(
             continue
         by_id[doc_id] = doc
         position[doc_id] = i
-        sources.append(Source(id=doc_id, text=doc.page_content, metadata=dict(doc.metadata)))
+        sources.append(
+            Source(id=doc_id, text=doc.page_content, metadata=dict(doc.metadata), document=document_of(doc.metadata))
+        )
     return sources, by_id
+
+
+def document_of(metadata: Mapping[str, Any]) -> str | None:
+    """The document a LangChain chunk was cut from: its ``metadata["source"]`` when that is
+    a non-blank string (loaders set it, splitters copy it), else None."""
+    value = metadata.get("source")
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def citation_to_dict(

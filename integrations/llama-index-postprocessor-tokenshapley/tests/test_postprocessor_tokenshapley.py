@@ -219,6 +219,18 @@ def test_all_and_layout():
     assert not (root / "postprocessor" / "__init__.py").exists()
 
 
+def test_nodes_of_one_document_share_its_ref_doc_id():
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.postprocessor.tokenshapley.base import _node_sources
+
+    doc = Document(text="The Eiffel Tower is in Paris.\n\nIt was completed in 1889.", id_="eiffel-doc")
+    nodes = SentenceSplitter(chunk_size=12, chunk_overlap=0).get_nodes_from_documents([doc])
+    loose = TextNode(text="Big Ben is in London.", id_="loose")
+    sources = _node_sources([NodeWithScore(node=n) for n in nodes + [loose]])
+    assert len(sources) == len(nodes) + 1 >= 3
+    assert [s.document for s in sources] == ["eiffel-doc"] * len(nodes) + [None]
+
+
 def test_constructor_validation(pp):
     with pytest.raises(TypeError, match="TokenShapley"):
         TokenShapleyPostprocessor("not a model")

@@ -198,3 +198,16 @@ def test_given_tokenshapley_is_used_and_not_serialized(ts):
     assert runnable._attributor() is ts
     assert "tokenshapley" not in runnable.model_dump()
     assert isinstance(ts, TokenShapley)
+
+
+def test_chunks_of_one_loaded_file_are_one_document():
+    from langchain_tokenshapley._convert import documents_to_sources
+
+    docs = [
+        Document(id="c1", page_content="The Eiffel Tower is in Paris.", metadata={"source": "/data/eiffel.md"}),
+        Document(id="c2", page_content="It was completed in 1889.", metadata={"source": "/data/eiffel.md"}),
+        Document(id="c3", page_content="Big Ben is in London.", metadata={"source": "  "}),
+        Document(id="c4", page_content="Rome is old.", metadata={"source": 7}),
+    ]
+    sources, _ = documents_to_sources(docs)
+    assert [s.document for s in sources] == ["/data/eiffel.md", "/data/eiffel.md", None, None]

@@ -116,7 +116,8 @@ def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
 
 
 def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
-    """Core sources for nodes: id = node_id, text = what the LLM saw. Duplicate node ids
+    """Core sources for nodes: id = node_id, text = what the LLM saw, document = the
+    node's ``ref_doc_id`` (the document it was parsed from). Duplicate node ids
     keep the first; nodes whose LLM text is blank are skipped (nothing to cite)."""
     out: List[Source] = []
     seen: set = set()
@@ -128,7 +129,8 @@ def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
         if not isinstance(text, str) or not text.strip():
             continue
         seen.add(node_id)
-        out.append(Source(id=node_id, text=text, metadata=dict(n.node.metadata or {})))
+        # Chunks of one ingested document back each other when support is checked.
+        out.append(Source(id=node_id, text=text, metadata=dict(n.node.metadata or {}), document=n.node.ref_doc_id))
     return out
 
 
