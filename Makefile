@@ -21,7 +21,10 @@ $(STAMP): pyproject.toml Makefile $(INTEGRATIONS)
 
 install: $(STAMP)
 
+# warmup loads (and on first use converts) the model and compiles the kernels once, so the
+# demo and every later process start from the caches.
 demo: install
+	$(VENV)/bin/tokenshapley warmup
 	$(VENV)/bin/tokenshapley demo
 
 # The browser tests drive Debian's Chromium (Playwright never downloads a browser here).

@@ -59,6 +59,27 @@ def test_holding_follows_the_match_rule(text, kind, expected):
     assert held(text, kind) == expected
 
 
+@pytest.mark.parametrize(
+    "date, sentence, expected",
+    [
+        # a date's year and month must be written together, not found one by one
+        ("September 29, 2018", "The program ran from September 29, 2017 to February 2, 2018.", False),
+        ("September 29, 2017", "The program ran from September 29, 2017 to February 2, 2018.", True),
+        ("February 2, 2018", "The program ran from September 29, 2017 to February 2, 2018.", True),
+        ("September 2018", "The program ran from September 29, 2017 to February 2, 2018.", False),
+        # a range's first date has no year of its own: left open
+        ("January 17, 1916", "It met from January 17 to February 22, 1916.", True),
+        ("12 August 2011", "It was contested between 12 and 27 August 2011.", True),
+        # a year written with no month, and the plain parts, as before
+        ("March 1889", "The tower opened in 1889 after 26 months, in March.", True),
+        ("2018", "The program ran from September 29, 2017 to February 2, 2018.", True),
+        ("May 1990", "It opened in May 1991 and closed in 1990.", False),
+    ],
+)
+def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
+    assert holding_mask(keyword_facts(date, "date"), [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+
+
 def test_number_values_are_normalised():
     assert [number_value(t) for t in ("1,280", "1280", "1 280", "1280.0", "+1280", "-12,5")] == [
         "1280", "1280", "1280", "1280", "1280", "-12.5",

@@ -119,6 +119,9 @@ class SentenceFacts:
     stems: frozenset[str]  # light stems of the words
     names: tuple[str, ...]  # folded names (their words joined by a space)
     acronyms: frozenset[str] = frozenset()  # folded words written in capitals ("IPL" -> "ipl")
+    # Each date's (year, month) as written together ("September 29, 2017" -> ("2017", 9));
+    # year None for a date that names a month and no year ("from January 17 to ...").
+    year_months: frozenset[tuple[str | None, int]] = frozenset()
 
 
 def sentence_facts(text: str) -> SentenceFacts:
@@ -130,9 +133,8 @@ def sentence_facts(text: str) -> SentenceFacts:
     """
     text = _INVISIBLE.sub("", text)
     words = [_fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
-    names = tuple(
-        " ".join(_name_words(k.text)) for k in find_keywords(text) if k.kind == "name" and _name_words(k.text)
-    )
+    keywords = find_keywords(text)
+    names = tuple(" ".join(_name_words(k.text)) for k in keywords if k.kind == "name" and _name_words(k.text))
     return SentenceFacts(
         numbers=frozenset(v for _, _, v in value_spans(text)),
         months=frozenset(_MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in _MONTHS and len(w) >= 3),
@@ -140,7 +142,20 @@ def sentence_facts(text: str) -> SentenceFacts:
         stems=frozenset(light_stem(w) for w in words),
         names=names,
         acronyms=frozenset(_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)),
+        year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
     )
+
+
+def _year_months(date: str) -> set[tuple[str | None, int]]:
+    """The (year, month) pairs one date states: its years (four-digit values) with each of its
+    months, or (None, month) when it names months and no year; empty without a month name.
+
+    >>> sorted(_year_months("September 29, 2017")), sorted(_year_months("January 17"))
+    ([('2017', 9)], [(None, 1)])
+    """
+    months = {_MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(date)) if w in _MONTHS and len(w) >= 3}
+    years = {v for _, _, v in value_spans(date) if len(v) == 4 and v.isdigit()} or {None}
+    return {(y, m) for y in years for m in months}
 
 
 _POSSESSIVE = re.compile(r"['\u2019]s\b")
@@ -186,7 +201,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
-        return k.numbers <= f.numbers and k.months <= f.months
+        return k.numbers <= f.numbers and k.months <= f.months and _dates_agree(k, f)
     if k.kind == "name":
         if not k.words:
             return False
@@ -198,6 +213,29 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return any(_initials(name) == k.words[0] for name in f.names)
         return len(k.words) > 1 and _initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
+
+
+def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
+    """Whether a date keyword's years and months are written together in the sentence:
+    "September 29, 2018" is not held by "September 29, 2017 ... February 2, 2018", which has
+    its parts one by one, nor "May 1990" by "May 1991 ... in 1990". A part the sentence writes
+    alone is left open: a year with no month, a month with no year (a range's first date,
+    "from January 17 to February 22, 1916").
+    """
+    if k.kind != "date" or not k.months or not f.year_months:
+        return True
+    years = {v for v in k.numbers if len(v) == 4 and v.isdigit()}
+    if not years:
+        return True
+    for year in years:
+        for month in k.months:
+            with_month = {y for y, m in f.year_months if m == month}
+            with_year = {m for y, m in f.year_months if y == year}
+            if (year, month) in f.year_months or None in with_month:
+                continue
+            if with_month or with_year:  # the sentence dates this month or this year otherwise
+                return False
+    return True
 
 
 def _initials(name: str) -> str:

@@ -110,6 +110,17 @@ def _check_source_files(ts: Any, sources: list[Any], names: list[str]) -> None:
         ) from None
 
 
+def _cmd_warmup(args: argparse.Namespace) -> int:
+    from tokenshapley_rag._warmup import warm_up
+
+    ts = _engine(args)
+    _status("Compiling the kernels (cached on disk; the next process loads them) ...")
+    report = warm_up(ts)
+    _status(f"  attribute {report.attribute_seconds:.1f} s, stream {report.stream_seconds:.1f} s")
+    print(f"ready: {report.n_citations} citations on the warm-up answer")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from tokenshapley_rag._sources import coerce_sources
     from tokenshapley_rag._generate import generate_answer
@@ -244,6 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=64, help="longest answer, in tokens (default 64)")
     _add_engine_options(p)
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser(
+        "warmup", help="load the encoder (converting it on first use) and compile the kernels once, ahead of the first answer"
+    )
+    _add_engine_options(p)
+    p.set_defaults(func=_cmd_warmup)
 
     try:
         from tokenshapley_rag.eval._cli import add_eval_arguments

@@ -1,0 +1,72 @@
+"""`tokenshapley warmup` compiles every kernel an ordinary attribution calls, ahead of it.
+
+Two processes share a fresh NUMBA_CACHE_DIR: the warm-up, then an attribution of another
+answer over other sources that must load every kernel it calls from that cache (numba's
+per-dispatcher cache statistics: hits, no miss; an empty cache gives only misses).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Reports, per kernel the attribution called, the signatures numba compiled (misses) and
+# loaded from its cache (hits).
+PROBE = r"""
+import json, sys
+from numba.core.registry import CPUDispatcher
+from tokenshapley_rag import TokenShapley
+
+ts = TokenShapley(cache_dir=sys.argv[1])
+ts.attribute(
+    "Who built the Brooklyn Bridge?",
+    ["The Brooklyn Bridge opened in 1883. Its main span is 486 metres long.",
+     "John Roebling designed the bridge; his son Washington finished it."],
+    "John Roebling designed the Brooklyn Bridge, which opened in 1883 with a 486-metre span.",
+)
+report = {}
+for name, module in list(sys.modules.items()):
+    if name.startswith("tokenshapley_rag"):
+        for attr, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and (value.stats.cache_hits or value.stats.cache_misses):
+                report[f"{name}.{attr}"] = {"misses": len(value.stats.cache_misses), "hits": len(value.stats.cache_hits)}
+print(json.dumps(report))
+"""
+
+
+def _env(numba_cache: Path) -> dict:
+    return {**os.environ, "NUMBA_CACHE_DIR": str(numba_cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _probe(numba_cache: Path, cache_dir: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(cache_dir)], env=_env(numba_cache), cwd=ROOT,
+        capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_after_warmup_the_first_attribution_compiles_nothing(tmp_path, cache_root):
+    cache_dir = cache_root  # the converted models, shared with the session
+    warmed = tmp_path / "numba-warmed"
+    run = subprocess.run(
+        [sys.executable, "-m", "tokenshapley_rag.cli", "warmup", "--cache-dir", str(cache_dir)],
+        env=_env(warmed), cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("ready: ")
+
+    after = _probe(warmed, cache_dir)
+    assert after, "the attribution called no compiled kernel"
+    assert {k: v for k, v in after.items() if v["misses"]} == {}
+    assert all(v["hits"] for v in after.values())
+    # the kernels of the candidate search and of the token games are among them
+    assert {"tokenshapley_rag._datastore._scan_rows_serial", "tokenshapley_rag._datastore._sequence_rows"} <= set(after)

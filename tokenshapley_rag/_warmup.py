@@ -1,0 +1,61 @@
+"""Compile the library's kernels ahead of the first real attribution.
+
+The games, the candidate scan and the search are numba kernels compiled on first call and
+cached on disk (``cache=True``: next to the package, or in ``NUMBA_CACHE_DIR``). Without a
+warm-up the first attribution after an install pays that compilation (seconds). ``warm_up``
+runs the pipeline once on the bundled demo passages, attributing a fixed answer and
+streaming it, so every kernel an ordinary attribution calls is compiled and cached; the next
+process loads them from the cache. ``tokenshapley warmup`` (run by ``make demo``) calls it.
+
+Kernels that only run above a size threshold (the multi-threaded scan from about 2^20
+query-entry cells, e.g. a 64-token answer over 16k context tokens) compile on their first
+such call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+__all__ = ["WarmupReport", "warm_up"]
+
+# Numbers, a date, names, copied and invented words, two sentences: every branch of the
+# support rule and the verbatim search runs.
+WARMUP_ANSWER = (
+    "The Eiffel Tower was completed on 31 March 1889 and is 330 metres tall. "
+    "Big Ben was designed by Pierre Zorblat in 1860."
+)
+
+
+@dataclass(frozen=True)
+class WarmupReport:
+    """What :func:`warm_up` ran: seconds for the attribution and for the stream (each
+    includes compiling whatever was not cached yet), and the citations it produced."""
+
+    attribute_seconds: float
+    stream_seconds: float
+    n_citations: int
+
+
+def warm_up(ts: Any) -> WarmupReport:
+    """Attribute and stream a fixed answer over the bundled demo passages with ``ts``.
+
+    Examples
+    --------
+    >>> from tokenshapley_rag import TokenShapley  # doctest: +SKIP
+    >>> warm_up(TokenShapley()).n_citations  # doctest: +SKIP
+    10
+    """
+    data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
+    t0 = time.perf_counter()
+    result = ts.attribute(query=data["question"], sources=data["sources"], response=WARMUP_ANSWER)
+    t1 = time.perf_counter()
+    stream = ts.stream(data["question"], data["sources"])
+    for start in range(0, len(WARMUP_ANSWER), 24):
+        stream.feed(WARMUP_ANSWER[start : start + 24])
+    stream.finish()
+    t2 = time.perf_counter()
+    return WarmupReport(t1 - t0, t2 - t1, len(result.citations))
