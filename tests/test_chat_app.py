@@ -636,6 +636,10 @@ def test_attribute_returns_the_attribution_result_dict(client, ts):
     # Plain strings are sources too (ids "0", "1", ...), and the query is optional.
     r = client.post("/attribute", json={"sources": [s["text"] for s in SOURCES], "answer": "It is 330 metres tall."})
     assert r.status_code == 200 and r.json()["citations"][0]["source_id"] == "0"
+    # Chunks name their document: it reaches the engine and comes back in the result.
+    chunked = [{**s, "document": s["id"] + ".md"} for s in SOURCES]
+    r = client.post("/attribute", json={**body, "sources": chunked})
+    assert r.status_code == 200 and [s["document"] for s in r.json()["sources"]] == ["eiffel.md", "bigben.md"]
 
 
 @pytest.mark.parametrize(
@@ -650,6 +654,7 @@ def test_attribute_returns_the_attribution_result_dict(client, ts):
         ({"sources": [{"id": "a"}], "answer": "x"}, 422, "wrong_type", "sources[0].text"),
         ({"sources": [{"id": ["a"], "text": "t"}], "answer": "x"}, 422, "wrong_type", "sources[0].id"),
         ({"sources": [{"text": "t", "metadata": 5}], "answer": "x"}, 422, "wrong_type", "sources[0].metadata"),
+        ({"sources": [{"text": "t", "document": 5}], "answer": "x"}, 422, "wrong_type", "sources[0].document"),
         ({"sources": [], "answer": "x"}, 400, "empty_sources", "sources"),
         ({"sources": SOURCES, "answer": "  "}, 400, "empty_answer", "answer"),
     ],

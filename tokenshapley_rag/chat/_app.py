@@ -182,7 +182,7 @@ def _int_field(data: dict[str, Any], name: str, default: int, low: int, high: in
 
 def _sources_field(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     if "sources" not in data or data["sources"] is None:
-        raise ApiError(422, "missing_field", "'sources' is required (an array of strings or {id, text} objects)", "sources")
+        raise ApiError(422, "missing_field", "'sources' is required (an array of strings or {id, text, metadata?, document?} objects)", "sources")
     raw = data["sources"]
     if not isinstance(raw, list):
         raise ApiError(422, "wrong_type", f"'sources' must be an array, got {_json_type(raw)}", "sources")
@@ -207,7 +207,15 @@ def _sources_field(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
         meta = item.get("metadata") or {}
         if not isinstance(meta, dict):
             raise ApiError(422, "wrong_type", f"{where}.metadata must be an object, got {_json_type(meta)}", f"{where}.metadata")
-        out.append({"id": _valid_text(str(sid), f"{where}.id"), "text": _valid_text(text, f"{where}.text"), "metadata": meta})
+        document = item.get("document")
+        if document is not None and not isinstance(document, str):
+            raise ApiError(
+                422, "wrong_type", f"{where}.document must be a string, got {_json_type(document)}", f"{where}.document"
+            )
+        source = {"id": _valid_text(str(sid), f"{where}.id"), "text": _valid_text(text, f"{where}.text"), "metadata": meta}
+        if document is not None:
+            source["document"] = _valid_text(document, f"{where}.document")
+        out.append(source)
     return out
 
 
