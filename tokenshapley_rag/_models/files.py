@@ -3,6 +3,11 @@
 Nothing here knows about models. A file written with :func:`write_bytes_atomic`
 is either the old one or the complete new one, never a mix: the bytes go into a
 temporary file in the same folder, which is then renamed over the target.
+
+The model cache (converted models, file hashes) uses all of it. The sentence cache's
+``.npz`` entries are the same pattern without fsync (a truncated entry fails its CRC check
+on read and is rebuilt): ``write_bytes_atomic(path, data, prefix=".tmp-", suffix=".npz",
+fsync=False)``.
 """
 
 from __future__ import annotations
