@@ -305,7 +305,7 @@ class Bench:
 
     def __init__(self, threads: int, dtype: str = "float32") -> None:
         from tokenshapley_rag import TokenShapley
-        from tokenshapley_rag.eval._lm import ResponseLM
+        from tokenshapley_rag.benchmark._lm import ResponseLM
 
         setup_threads(threads)
         self.threads = threads
@@ -489,8 +489,8 @@ def ratio_median(reps: list[dict], num: str, den: str) -> float | None:
 
 
 def contextcite_ours(b: Bench, ex, beta: int) -> tuple[float, np.ndarray]:
-    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
-    from tokenshapley_rag.eval._lm import ResponseLM
+    from tokenshapley_rag.benchmark._model_baselines import ContextCiteAttributor
+    from tokenshapley_rag.benchmark._lm import ResponseLM
 
     cc = ContextCiteAttributor(ResponseLM(b.loaded, memo_size=0), beta=beta)
     t0 = time.perf_counter()
@@ -537,7 +537,7 @@ def contextcite_reference(b: Bench, ex, beta: int) -> tuple[float, np.ndarray | 
 
 
 def span_hits(ex, rows) -> list[bool]:
-    from tokenshapley_rag.eval import span_correct
+    from tokenshapley_rag.benchmark import span_correct
 
     # -inf marks a source that is no candidate for the span (verbatim rule): lowest score
     rows = np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=-1e300, neginf=-1e300, posinf=1e300)
@@ -558,7 +558,7 @@ def scaling_case(b: Bench, n_tokens: int):
     the first question and the answer two sentences of its gold passage (extractive)."""
     from tokenshapley_rag._segment import split_sentences
     from tokenshapley_rag._types import Source
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     nq = load_dataset("nq", limit=60)
     first = nq[0]
@@ -650,9 +650,9 @@ def child_main(spec: dict) -> None:
         out["prompt_tokens"] = int(len(ids))
         b.lm_forward(ids)
     elif spec["kind"] == "contextcite-b8":
-        from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
-        from tokenshapley_rag.eval._lm import ResponseLM
-        from tokenshapley_rag.eval._sentences import sentence_units
+        from tokenshapley_rag.benchmark._model_baselines import ContextCiteAttributor
+        from tokenshapley_rag.benchmark._lm import ResponseLM
+        from tokenshapley_rag.benchmark._sentences import sentence_units
 
         cc = ContextCiteAttributor(ResponseLM(b.loaded, memo_size=0), beta=8)
         cc.score_sentences(query, sources, answer, sentence_units(sources))
@@ -865,7 +865,7 @@ def profile_attribute(b: Bench, query, sources, answer, cases=("cold", "warm")) 
 def bf16_accuracy(b: Bench, b16: Bench, n: int) -> dict:
     """Span accuracy (original order) on the first ``n`` QuoteSum answers: float32 with the
     previous padded encoding, float32 packed, bfloat16 packed (cold, memory-only cache)."""
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     arms = {"float32, padded (previous)": (b.ts, None), "float32, packed (shipped)": (b.ts, b.ts.encoder.pack_tokens),
             "bfloat16, packed (dtype='bfloat16')": (b16.ts, b16.ts.encoder.pack_tokens)}
@@ -1068,7 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (modified)' if core['dirty'] else ''}", flush=True)
     b = Bench(args.threads)
     b16 = None if args.no_bf16 else Bench(args.threads, dtype="bfloat16")
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     examples = [e for e in load_dataset(args.dataset, limit=args.limit) if e.spans]
     rng = random.Random(0)

@@ -2,7 +2,7 @@
 
 Records are the first ``--limit`` dev examples of ``quotesum`` or ``nq`` (question, sources
 in file order = rank, the set's answer; a source with a title is attributed over
-``title + "\\n" + text``, as in tokenshapley_rag.eval). Prints one markdown table row per
+``title + "\\n" + text``, as in tokenshapley_rag.benchmark). Prints one markdown table row per
 engine plus the summary metrics, and checks that the Ray rows equal the local rows
 (timing excluded). For nq it also reports the share of citations that go to the gold
 passage (the set's ``gold`` source), which the library itself does not know about.
@@ -19,7 +19,7 @@ import platform
 import time
 from pathlib import Path
 
-from tokenshapley_rag.evaluate import AttributorConfig, evaluate_chain
+from tokenshapley_rag.chain_eval import AttributorConfig, evaluate_chain
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

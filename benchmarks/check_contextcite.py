@@ -1,10 +1,10 @@
 """Check our ContextCite against the ``context-cite`` package on a few examples.
 
-    .venv/bin/python benchmarks/check_contextcite.py [--n 3] [--beta 16] [--dataset nq]
+    TOKENSHAPLEY_DATA=../shared/data .venv/bin/python benchmarks/check_contextcite.py [--n 3] [--beta 16] [--dataset nq]
 
 For each example the package's ``ContextCiter`` is built on the same model (the embedded
 SmolLM2-135M-Instruct), the same context string, query and (cached) response; our
-:class:`~tokenshapley_rag.eval._model_baselines.ContextCiteAttributor` is then run on the *same*
+:class:`~tokenshapley_rag.benchmark._model_baselines.ContextCiteAttributor` is then run on the *same*
 units (the package's sentence partition) and the *same* prompt (the package's template), so
 any difference comes from the ablation masks, the logit-probability target or the Lasso
 solver. Printed per example: whether the masks are identical, the largest absolute weight
@@ -65,12 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from scipy.stats import spearmanr
 
-    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor, contextcite_masks
+    from tokenshapley_rag.benchmark._model_baselines import ContextCiteAttributor, contextcite_masks
     from tokenshapley_rag._models import load_causal_lm
     from tokenshapley_rag._types import Source
-    from tokenshapley_rag.eval import load_dataset
-    from tokenshapley_rag.eval._lm import PromptTokens, ResponseLM
-    from tokenshapley_rag.eval._sentences import SentenceUnit
+    from tokenshapley_rag.benchmark import load_dataset
+    from tokenshapley_rag.benchmark._lm import PromptTokens, ResponseLM
+    from tokenshapley_rag.benchmark._sentences import SentenceUnit
 
     loaded = load_causal_lm()
 

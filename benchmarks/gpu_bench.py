@@ -275,7 +275,7 @@ def span_rows(result, example) -> np.ndarray:
 
 
 def span_verdicts(rows: np.ndarray, example) -> list[dict]:
-    from tokenshapley_rag.eval import best_source
+    from tokenshapley_rag.benchmark import best_source
 
     ids = example.source_ids
     out = []
@@ -329,8 +329,8 @@ def bench_tokenshapley(args, examples, clock, report) -> None:
 
     from tokenshapley_rag import TokenShapley
     from tokenshapley_rag._segment import split_sentences
-    from tokenshapley_rag.eval import run_span_eval
-    from tokenshapley_rag.eval._methods import TokenShapleyAttributor
+    from tokenshapley_rag.benchmark import run_span_eval
+    from tokenshapley_rag.benchmark._methods import TokenShapleyAttributor
 
     groups = question_groups(examples, args.questions)
     cache = tempfile.mkdtemp(prefix="ts-gpu-bench-")
@@ -411,7 +411,7 @@ def bench_tokenshapley(args, examples, clock, report) -> None:
 
 
 def bench_contextcite(args, examples, clock, report) -> None:
-    from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor
+    from tokenshapley_rag.benchmark._model_baselines import ContextCiteAttributor
     from tokenshapley_rag._models import load_causal_lm
 
     all_answers = [ex for g in question_groups(examples, None) for ex in g]
@@ -443,7 +443,7 @@ def bench_contextcite(args, examples, clock, report) -> None:
 def cmd_compare(args: argparse.Namespace) -> None:
     """Same attributions from two encoders? Layer states, span scores and keyword citations."""
     from tokenshapley_rag import TokenShapley
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     answers = [ex for g in question_groups(load_dataset("quotesum", args.data), args.questions) for ex in g]
     answers = answers[: args.answers]
@@ -478,7 +478,7 @@ def cmd_probe(args: argparse.Namespace) -> None:
     streaming vs one-shot attribution, and the chat app's local generator."""
     from tokenshapley_rag import TokenShapley
     from tokenshapley_rag._segment import split_sentences
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     clock = Clock(args.device)
     groups = question_groups(load_dataset("quotesum", args.data), args.questions)
@@ -560,7 +560,7 @@ def cmd_probe(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     import torch
 
-    from tokenshapley_rag.eval import load_dataset
+    from tokenshapley_rag.benchmark import load_dataset
 
     if args.threads:
         torch.set_num_threads(args.threads)

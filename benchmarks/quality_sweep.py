@@ -8,7 +8,7 @@ or the answer's own sentence like the keys), the candidate set, the layer. Print
 accuracy table per dataset, original order and order-controlled, per span class, with
 the lexical baseline on the same spans.
 
-    python benchmarks/quality_sweep.py --dataset quotesum --limit 189 --out docs/_sweep_quotesum.json
+    TOKENSHAPLEY_DATA=../shared/data python benchmarks/quality_sweep.py --dataset quotesum --limit 189 --out docs/_sweep_quotesum.json
 
 Encodings are cached in ``--work`` (npz per example) so reruns only re-score.
 """
@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from tokenshapley_rag import TokenShapley
-from tokenshapley_rag.eval._baselines import make_baseline
 from tokenshapley_rag._segment import split_sentences, token_words
-from tokenshapley_rag.eval._data import load_dataset
-from tokenshapley_rag.eval._metrics import SOURCE_PERMUTATION_SEEDS, source_permutation, span_class
+from tokenshapley_rag.benchmark._baselines import make_baseline
+from tokenshapley_rag.benchmark._data import load_dataset
+from tokenshapley_rag.benchmark._metrics import SOURCE_PERMUTATION_SEEDS, source_permutation, span_class
 from tokenshapley_rag.shapley import knn_shapley_batch
 
 LAYERS = (4, 8, 12, 16, 20, 24)

@@ -34,23 +34,26 @@ def make_cache_dir(tmp_path: Path) -> Path:
 # Evaluation sets. Tests that only need some valid examples read the small fixtures committed
 # in tests/data/sets/<name>/dev.jsonl (a few verbatim lines of each real dev file; which ones
 # and why in its README.md). Tests that check figures or ids of the real files take the
-# ``shared_data`` fixture: the full sets' folder (TOKENSHAPLEY_DATA, else ../shared/data next
-# to the project, as in CI), or a skip that says so when the folder is absent.
+# ``shared_data`` fixture: the full sets' folder, or a skip that says so when it is absent. The
+# package itself has no default folder (``--data`` or TOKENSHAPLEY_DATA); the tests, which live
+# in the repository, also look at ../shared/data next to it, where CI keeps the sets.
 FIXTURE_SETS = Path(__file__).resolve().parent / "data" / "sets"
+REPO_SHARED_DATA = Path(os.path.normpath(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 
 
 def find_shared_data() -> tuple[Path | None, str]:
-    """The full sets' folder if every set's dev.jsonl is there, else (None, why not)."""
-    from tokenshapley_rag.eval import DATASETS, default_data_dir
+    """The full sets' folder (TOKENSHAPLEY_DATA, else ../shared/data next to the repository) if
+    every set's dev.jsonl is there, else (None, why not)."""
+    from tokenshapley_rag.benchmark import DATA_ENV_VAR, DATASETS
 
-    d = default_data_dir()
+    d = Path(os.path.abspath(os.path.expanduser(os.environ[DATA_ENV_VAR]))) if os.environ.get(DATA_ENV_VAR) else REPO_SHARED_DATA
     missing = [n for n in DATASETS if not (d / n / "dev.jsonl").is_file()]
     if not missing:
         return d, ""
     what = f"{d} does not exist" if not d.is_dir() else f"{d} lacks {', '.join(missing)}"
     return None, (
         f"needs the full evaluation sets: {what} (set TOKENSHAPLEY_DATA to the folder, "
-        "or put it at ../shared/data next to the project)"
+        "or put it at ../shared/data next to the repository)"
     )
 
 
@@ -79,13 +82,13 @@ def sets_dir(request) -> Path:
 
 @pytest.fixture
 def default_sets(monkeypatch) -> Path:
-    """Make ``load_dataset``'s default folder readable: the full sets when present, else the
-    fixtures through TOKENSHAPLEY_DATA (for doctests that load with the default folder; the
-    fixtures start with the same lines as the real files where those doctests read)."""
+    """Point ``load_dataset``'s default folder (TOKENSHAPLEY_DATA) at the full sets when present,
+    else at the fixtures (for doctests that load with the default folder; the fixtures start
+    with the same lines as the real files where those doctests read)."""
     d, _ = find_shared_data()
     if d is None:
-        monkeypatch.setenv("TOKENSHAPLEY_DATA", str(FIXTURE_SETS))
         d = FIXTURE_SETS
+    monkeypatch.setenv("TOKENSHAPLEY_DATA", str(d))
     return d
 
 
@@ -104,7 +107,7 @@ def ts(tmp_path_factory):
 
 
 class FakeLM:
-    """A deterministic stand-in for ``tokenshapley_rag.eval._lm.ResponseLM`` (no model).
+    """A deterministic stand-in for ``tokenshapley_rag.benchmark._lm.ResponseLM`` (no model).
 
     Tokens are ``\\w+`` words and single punctuation marks. ``score_response`` gives each
     response token log-probability -0.1 if the (lowercased) token occurs among the
@@ -147,7 +150,7 @@ class FakeLM:
     def prompt(self, query, sources):
         import numpy as np
 
-        from tokenshapley_rag.eval._lm import PromptTokens
+        from tokenshapley_rag.benchmark._lm import PromptTokens
 
         text = f"Q: {query}\n"
         starts = []
@@ -164,7 +167,7 @@ class FakeLM:
     def score_response(self, query, sources, response):
         import numpy as np
 
-        from tokenshapley_rag.eval._lm import ResponseScores
+        from tokenshapley_rag.benchmark._lm import ResponseScores
 
         self.scored += 1
         vocab = self._vocab(sources)

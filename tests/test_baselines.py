@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from tokenshapley_rag.eval._baselines import (
+from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark import AttributionExample, GoldSpan, load_dataset, permute_example, run_span_eval
+from tokenshapley_rag.benchmark._baselines import (
     BASELINE_NAMES,
     ExactMatchAttributor,
     LexicalAttributor,
@@ -16,9 +18,7 @@ from tokenshapley_rag.eval._baselines import (
     make_baseline,
     words,
 )
-from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval import AttributionExample, GoldSpan, load_dataset, permute_example, run_span_eval
 
 
 def _ex(texts, span_texts, ex_id="t"):

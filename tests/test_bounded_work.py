@@ -190,7 +190,7 @@ def test_cli_limit_flags():
 def test_support_eval_lifts_the_engines_source_limit_to_its_own_cut():
     import argparse
 
-    from tokenshapley_rag.eval import _methods
+    from tokenshapley_rag.benchmark import _methods
 
     made = []
 
@@ -210,7 +210,7 @@ def test_support_eval_lifts_the_engines_source_limit_to_its_own_cut():
 
 @pytest.mark.slow
 def test_chain_evaluation_writes_an_error_row_and_goes_on(tmp_path, ts):
-    from tokenshapley_rag.evaluate import evaluate_chain
+    from tokenshapley_rag.chain_eval import evaluate_chain
 
     records = [
         {"id": "probe", "question": "How tall?", "sources": [PROBE_SOURCE], "answer": "It is 330 metres tall."},

@@ -13,13 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenshapley_rag.errors import (
-    EmptyTextError,
-    InvalidInputError,
-    InvalidInputTypeError,
-    TextTooLongError,
-)
-from tokenshapley_rag.evaluate import (
+from tokenshapley_rag.chain_eval import (
     AttributorConfig,
     ChainReport,
     KeywordRow,
@@ -38,6 +32,12 @@ from tokenshapley_rag.evaluate import (
     share,
     summarize,
     utilization_by_rank,
+)
+from tokenshapley_rag.errors import (
+    EmptyTextError,
+    InvalidInputError,
+    InvalidInputTypeError,
+    TextTooLongError,
 )
 
 EIFFEL = "The Eiffel Tower is in Paris. The tower is 330 metres tall."
@@ -252,6 +252,19 @@ def test_bad_arguments_fail_before_work():
     with pytest.raises(InvalidInputError, match="module:function"):
         evaluate_chain(CHAIN_QUESTIONS, chain_factory="no_colon_here")
 
+
+
+def test_old_import_path_still_works_with_a_deprecation_warning():
+    import tokenshapley_rag.chain_eval as chain_eval
+    import tokenshapley_rag.evaluate as old
+
+    with pytest.warns(DeprecationWarning, match="import from tokenshapley_rag.chain_eval") as caught:
+        from tokenshapley_rag.evaluate import ChainReport as OldReport, evaluate_chain as old_evaluate
+    assert old_evaluate is chain_eval.evaluate_chain and OldReport is chain_eval.ChainReport
+    assert caught[0].filename == __file__  # the warning points at the importing line
+    assert old.__all__ == chain_eval.__all__
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018
 
 # ---------------------------------------------------------------------- chain adapters
 
@@ -584,7 +597,7 @@ def test_cli_evaluate_chain(ts, cache_dir, local_report, tmp_path, monkeypatch, 
 
 
 def test_public_names():
-    import tokenshapley_rag.evaluate as ev
+    import tokenshapley_rag.chain_eval as ev
 
     expected = [
         "TIMING_FIELDS", "AttributorConfig", "ChainOutput", "ChainReport", "ChainSummary", "ChainTiming",

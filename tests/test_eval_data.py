@@ -8,15 +8,13 @@ sets, skipped when absent); property checks over every example run on both (``se
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, TokenShapleyError
-from tokenshapley_rag.eval import (
+from tokenshapley_rag.benchmark import (
     AttributionExample,
     DatasetFormatError,
     DatasetNotFoundError,
@@ -26,9 +24,9 @@ from tokenshapley_rag.eval import (
     default_data_dir,
     load_dataset,
 )
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, TokenShapleyError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = Path(os.path.normpath(REPO_ROOT / ".." / "shared" / "data"))
 FIXTURES = REPO_ROOT / "tests" / "data" / "sets"
 
 
@@ -37,16 +35,17 @@ def _raw(name: str, data: Path = FIXTURES) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def test_default_data_dir_is_shared_next_to_the_project(monkeypatch):
-    monkeypatch.delenv("TOKENSHAPLEY_DATA", raising=False)
-    assert default_data_dir() == DEFAULT
-    monkeypatch.setenv("TOKENSHAPLEY_DATA", "")  # empty = unset
-    assert default_data_dir() == DEFAULT
-
-
-def test_the_shared_data_is_at_the_default_or_configured_folder(shared_data):
-    assert shared_data == default_data_dir()
-    assert (default_data_dir() / "quotesum" / "dev.jsonl").is_file()
+def test_the_package_has_no_default_data_folder(monkeypatch):
+    # Installed anywhere, the harness cannot know where the sets are: it asks for them.
+    for unset in (None, ""):  # empty = unset
+        if unset is None:
+            monkeypatch.delenv("TOKENSHAPLEY_DATA", raising=False)
+        else:
+            monkeypatch.setenv("TOKENSHAPLEY_DATA", unset)
+        with pytest.raises(DatasetNotFoundError, match=r"no data folder given.*--data PATH.*TOKENSHAPLEY_DATA"):
+            default_data_dir()
+        with pytest.raises(DatasetNotFoundError, match=r"no data folder given"):
+            load_dataset("quotesum")
 
 
 def test_environment_variable_overrides_the_default(tmp_path, monkeypatch):
@@ -74,11 +73,6 @@ def test_missing_default_folder_says_where_it_looked_and_what_to_do(tmp_path, mo
     assert "from the TOKENSHAPLEY_DATA environment variable" in msg
     assert "--data PATH" in msg and "TOKENSHAPLEY_DATA" in msg and "quotesum/" in msg
     monkeypatch.delenv("TOKENSHAPLEY_DATA")
-    import tokenshapley_rag.eval._data as data_mod
-
-    monkeypatch.setattr(data_mod, "_project_data_dir", lambda: tmp_path / "shared" / "data")
-    with pytest.raises(DatasetNotFoundError, match=r"the default: \.\./shared/data.*--data PATH.*TOKENSHAPLEY_DATA"):
-        load_dataset("quotesum")
     with pytest.raises(DatasetNotFoundError, match=r"given as data_dir \(--data\).*TOKENSHAPLEY_DATA"):
         load_dataset("quotesum", tmp_path / "elsewhere")
     (tmp_path / "empty").mkdir()
@@ -144,7 +138,7 @@ def test_explicit_data_dir_and_limit_and_split(tmp_path):
 
 
 def test_limit_keeps_the_first_lines_of_the_shared_file(shared_data):
-    assert [e.id for e in load_dataset("kv", limit=3)] == [e.id for e in load_dataset("kv", shared_data)[:3]]
+    assert [e.id for e in load_dataset("kv", shared_data, limit=3)] == [e.id for e in load_dataset("kv", shared_data)[:3]]
 
 
 def test_quotesum_sources_are_title_plus_text(sets_dir):

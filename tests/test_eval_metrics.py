@@ -20,11 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tokenshapley_rag.eval as ev
-from tokenshapley_rag.eval._baselines import LexicalAttributor, make_baseline
+import tokenshapley_rag.benchmark as ev
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval import (
+from tokenshapley_rag.benchmark import (
     SOURCE_PERMUTATION_SEEDS,
     SPAN_CLASSES,
     AttributionExample,
@@ -48,12 +46,14 @@ from tokenshapley_rag.eval import (
     span_accuracy,
     span_class,
 )
+from tokenshapley_rag.benchmark._baselines import LexicalAttributor, make_baseline
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 EXPECTED_ALL = [
     "ABLATION_KS", "CNNDM_QUERY", "RANKING_KS", "SentenceAttributor", "SentenceScores", "SentenceUnit",
     "ablate_sentences", "label_separation", "rank_sentences", "run_ablation_eval", "run_ranking_eval",
     "sentence_units",
-    "ATTRIBUTION_DATASETS", "DATASETS", "SOURCE_PERMUTATION_SEEDS", "SPAN_CLASSES", "SPAN_DATASETS",
+    "ATTRIBUTION_DATASETS", "DATASETS", "DATA_ENV_VAR", "SOURCE_PERMUTATION_SEEDS", "SPAN_CLASSES", "SPAN_DATASETS",
     "AttributionExample", "DatasetFormatError", "DatasetNotFoundError", "EvalReport", "GoldEvidence",
     "GoldSpan", "SummaryExample", "accuracy_order_controlled", "add_eval_arguments", "answer_accuracy",
     "auroc", "best_source", "default_data_dir", "evidence_overlaps", "load_dataset", "mean_logprob_drop",
@@ -71,16 +71,16 @@ def test_all_is_exact():
 @pytest.mark.parametrize(
     "module",
     [
-        "tokenshapley_rag.eval._data",
-        "tokenshapley_rag.eval._metrics",
-        "tokenshapley_rag.eval._runner",
-        "tokenshapley_rag.eval._cli",
-        "tokenshapley_rag.eval._sentences",
-        "tokenshapley_rag.eval._protocols",
-        "tokenshapley_rag.eval._lm",
-        "tokenshapley_rag.eval._methods",
-        "tokenshapley_rag.eval._baselines",
-        "tokenshapley_rag.eval._model_baselines",
+        "tokenshapley_rag.benchmark._data",
+        "tokenshapley_rag.benchmark._metrics",
+        "tokenshapley_rag.benchmark._runner",
+        "tokenshapley_rag.benchmark._cli",
+        "tokenshapley_rag.benchmark._sentences",
+        "tokenshapley_rag.benchmark._protocols",
+        "tokenshapley_rag.benchmark._lm",
+        "tokenshapley_rag.benchmark._methods",
+        "tokenshapley_rag.benchmark._baselines",
+        "tokenshapley_rag.benchmark._model_baselines",
     ],
 )
 def test_doctests(module, default_sets):

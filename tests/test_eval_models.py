@@ -18,11 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenshapley_rag.eval._baselines import make_baseline
 from tokenshapley_rag._generate import generate_answer
-from tokenshapley_rag.eval._model_baselines import ContextCiteAttributor, EmbSimAttributor, HidSimAttributor
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.eval import (
+from tokenshapley_rag.benchmark import (
     AttributionExample,
     GoldSpan,
     load_dataset,
@@ -32,8 +30,10 @@ from tokenshapley_rag.eval import (
     run_span_eval,
     sentence_units,
 )
-from tokenshapley_rag.eval._lm import GenerationCache, ResponseLM
-from tokenshapley_rag.eval._methods import TokenShapleyAttributor
+from tokenshapley_rag.benchmark._baselines import make_baseline
+from tokenshapley_rag.benchmark._lm import GenerationCache, ResponseLM
+from tokenshapley_rag.benchmark._methods import TokenShapleyAttributor
+from tokenshapley_rag.benchmark._model_baselines import ContextCiteAttributor, EmbSimAttributor, HidSimAttributor
 
 pytestmark = pytest.mark.slow
 

@@ -14,16 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from tokenshapley_rag.eval._baselines import (
-    ExactMatchAttributor,
-    LexicalAttributor,
-    RandomAttributor,
-    longest_common_run,
-    make_baseline,
-)
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval import (
+from tokenshapley_rag.benchmark import (
     ABLATION_KS,
     CNNDM_QUERY,
     SentenceAttributor,
@@ -42,8 +34,16 @@ from tokenshapley_rag.eval import (
     run_ranking_eval,
     sentence_units,
 )
-from tokenshapley_rag.eval._lm import GenerationCache
-from tokenshapley_rag.eval._sentences import assign_to_units, check_scores
+from tokenshapley_rag.benchmark._baselines import (
+    ExactMatchAttributor,
+    LexicalAttributor,
+    RandomAttributor,
+    longest_common_run,
+    make_baseline,
+)
+from tokenshapley_rag.benchmark._lm import GenerationCache
+from tokenshapley_rag.benchmark._sentences import assign_to_units, check_scores
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 # ----------------------------------------------------------------------------- candidates
 
@@ -373,8 +373,8 @@ def test_response_lm_is_shared_with_the_method_when_it_holds_the_generator():
     from types import SimpleNamespace
 
     from tokenshapley_rag._models import DEFAULT_MODEL, LoadedModel
-    from tokenshapley_rag.eval._lm import ResponseLM
-    from tokenshapley_rag.eval._methods import make_response_lm
+    from tokenshapley_rag.benchmark._lm import ResponseLM
+    from tokenshapley_rag.benchmark._methods import make_response_lm
 
     own = LoadedModel(model=None, tokenizer=None, name=DEFAULT_MODEL, fingerprint="a" * 64,
                       num_layers=2, hidden_size=4, max_length=16)  # fmt: skip

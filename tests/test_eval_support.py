@@ -1,4 +1,4 @@
-"""The support benchmark (eval/_support.py): changed answers, flag rule, baselines, CLI.
+"""The support benchmark (benchmark/_support.py): changed answers, flag rule, baselines, CLI.
 
 Everything but the last test runs without a model and without the shared data.
 """
@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenshapley_rag._types import KeywordCitation, SentenceVerdict, Source
-from tokenshapley_rag.eval._cli import add_eval_arguments, run_eval
-from tokenshapley_rag.eval._data import AttributionExample, GoldSpan
-from tokenshapley_rag.eval._support import (
+from tokenshapley_rag.benchmark._cli import add_eval_arguments, run_eval
+from tokenshapley_rag.benchmark._data import AttributionExample, GoldSpan
+from tokenshapley_rag.benchmark._support import (
     CHANGE_KINDS,
     change_date,
     change_number,
@@ -193,7 +193,7 @@ def test_flag_rule():
 
 
 def test_sentence_scores_and_claim_score():
-    from tokenshapley_rag.eval._support import _claim_score
+    from tokenshapley_rag.benchmark._support import _claim_score
 
     res = NS(sentences=[SentenceVerdict(0, 0, 13, "Paris is big.", "supported", 0.9, 1),
                         SentenceVerdict(1, 14, 31, "It has 9 bridges.", "unsupported", 0.0, 1)])
@@ -241,7 +241,7 @@ def test_run_changed_eval_with_a_fake_attributor():
 
 
 def test_run_support_set_eval_with_a_fake_attributor():
-    from tokenshapley_rag.eval._support import SupportClaim
+    from tokenshapley_rag.benchmark._support import SupportClaim
 
     claims = [
         SupportClaim("s1", "q", SOURCES, "Paris had 2,850 inhabitants. Fine.", 0, 28, "supported"),

@@ -91,7 +91,7 @@ def test_text_functions_never_raise_outside_typed_errors(text):
 
 
 def test_evaluate_chain_writes_an_error_row_for_a_lone_surrogate(tmp_path, ts):
-    from tokenshapley_rag.evaluate import evaluate_chain
+    from tokenshapley_rag.chain_eval import evaluate_chain
 
     records = [
         {"id": "bad", "question": "Q?", "sources": ["It is ok."], "answer": SURROGATE},

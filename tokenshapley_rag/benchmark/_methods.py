@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._attribution import AttributionResult, TokenShapley
-from tokenshapley_rag.eval._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
 from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
+from tokenshapley_rag.benchmark._data import AttributionExample
+from tokenshapley_rag.benchmark._sentences import SentenceScores, SentenceUnit, assign_to_units
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval._data import AttributionExample
-from tokenshapley_rag.eval._sentences import SentenceScores, SentenceUnit, assign_to_units
 
 __all__ = [
     "METHOD_NAMES",
@@ -71,7 +71,7 @@ class TokenShapleyAttributor:
       is attributed once (teacher-forced, as the paper's protocol).
     * Sentences: each ``SentenceScore.keyword_score`` (what the answer's cited keywords
       cite from the sentence: their context games summed) mapped onto the shared candidates
-      (:func:`~tokenshapley_rag.eval._sentences.assign_to_units`); support scores
+      (:func:`~tokenshapley_rag.benchmark._sentences.assign_to_units`); support scores
       ``keyword_support_min`` and ``keyword_support_mean``.
 
     The datastore of repeated sources comes from the sentence cache.
@@ -163,14 +163,14 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
 
 
 def make_response_lm(args: argparse.Namespace | Any, attributor: Any = None) -> Any:
-    """The :class:`~tokenshapley_rag.eval._lm.ResponseLM` that generates and scores responses.
+    """The :class:`~tokenshapley_rag.benchmark._lm.ResponseLM` that generates and scores responses.
 
     ``--generator`` (default None: the embedded SmolLM2-135M-Instruct, the project's
     default model) from ``--cache-dir``. When the attributor already holds that same model
     (same name), it is shared instead of loaded twice.
     """
     from tokenshapley_rag._models import DEFAULT_MODEL, load_causal_lm
-    from tokenshapley_rag.eval._lm import ResponseLM
+    from tokenshapley_rag.benchmark._lm import ResponseLM
 
     spec = getattr(args, "generator", None)
     own = _loaded_of(attributor)

@@ -10,16 +10,16 @@ same evaluation as ``ray.data`` ``map_batches`` over an actor pool. The command 
 ``tokenshapley evaluate-chain``; docs/guide/chain-evaluation.md has the details.
 """
 
-from tokenshapley_rag.evaluate._chains import (
+from tokenshapley_rag.chain_eval._chains import (
     ChainOutput,
     build_chain,
     chain_kind,
     resolve_factory,
     run_chain,
 )
-from tokenshapley_rag.evaluate._engine import AttributorConfig
-from tokenshapley_rag.evaluate._evaluate import evaluate_chain
-from tokenshapley_rag.evaluate._metrics import (
+from tokenshapley_rag.chain_eval._engine import AttributorConfig
+from tokenshapley_rag.chain_eval._evaluate import evaluate_chain
+from tokenshapley_rag.chain_eval._metrics import (
     Concentration,
     RankUtilization,
     citation_concentration,
@@ -29,19 +29,19 @@ from tokenshapley_rag.evaluate._metrics import (
     share,
     utilization_by_rank,
 )
-from tokenshapley_rag.evaluate._records import (
+from tokenshapley_rag.chain_eval._records import (
     QuestionFileError,
     QuestionRecord,
     load_questions,
 )
-from tokenshapley_rag.evaluate._report import (
+from tokenshapley_rag.chain_eval._report import (
     ChainReport,
     ChainSummary,
     ChainTiming,
     summarize,
     summarize_timing,
 )
-from tokenshapley_rag.evaluate._rows import (
+from tokenshapley_rag.chain_eval._rows import (
     TIMING_FIELDS,
     KeywordRow,
     QuestionRow,

@@ -1,4 +1,4 @@
-"""Question records: the JSONL input of :func:`~tokenshapley_rag.evaluate.evaluate_chain`.
+"""Question records: the JSONL input of :func:`~tokenshapley_rag.chain_eval.evaluate_chain`.
 
 One JSON object a line::
 

@@ -1,8 +1,8 @@
 """Model-based attribution baselines: HidSim, EmbSim and ContextCite.
 
-Each implements both protocols of the evaluation: :class:`~tokenshapley_rag.eval._baselines.SpanAttributor`
+Each implements both protocols of the evaluation: :class:`~tokenshapley_rag.benchmark._baselines.SpanAttributor`
 (``score_spans(example) -> (n_spans, n_sources)``, for QuoteSum / VeriGran / KV) and
-:class:`~tokenshapley_rag.eval._sentences.SentenceAttributor` (``score_sentences(query, sources,
+:class:`~tokenshapley_rag.benchmark._sentences.SentenceAttributor` (``score_sentences(query, sources,
 response, sentences) -> SentenceScores``, for NQ / CNN-DM / WiCE).
 
 * :class:`HidSimAttributor` (Phukan et al. 2024, the TokenShapley paper's "HidSim"): cosine
@@ -33,9 +33,9 @@ import numpy as np
 
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark._data import AttributionExample
+from tokenshapley_rag.benchmark._sentences import SentenceScores, SentenceUnit, ablate_sentences, sentence_units
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, ModelNotFoundError
-from tokenshapley_rag.eval._data import AttributionExample
-from tokenshapley_rag.eval._sentences import SentenceScores, SentenceUnit, ablate_sentences, sentence_units
 
 __all__ = [
     "ContextCiteAttributor",
@@ -79,7 +79,7 @@ def _inside(offsets: np.ndarray, start: int, end: int) -> np.ndarray:
 def _lm_of(loaded: Any) -> Any:
     """A ResponseLM for ``loaded`` (a LoadedModel, None = the default model, or anything
     already shaped like a ResponseLM: ``loaded``, ``score_response``, ``hidden_states``)."""
-    from tokenshapley_rag.eval._lm import ResponseLM
+    from tokenshapley_rag.benchmark._lm import ResponseLM
 
     if isinstance(loaded, ResponseLM) or (
         hasattr(loaded, "score_response") and hasattr(loaded, "hidden_states") and hasattr(loaded, "loaded")

@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from tokenshapley_rag.chain_eval._chains import build_chain, chain_kind, resolve_factory
+from tokenshapley_rag.chain_eval._engine import AttributorConfig, run_local, run_ray
+from tokenshapley_rag.chain_eval._records import load_questions
+from tokenshapley_rag.chain_eval._report import ChainReport, summarize, summarize_timing
+from tokenshapley_rag.chain_eval._rows import QuestionRow, RowsFile
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.evaluate._chains import build_chain, chain_kind, resolve_factory
-from tokenshapley_rag.evaluate._engine import AttributorConfig, run_local, run_ray
-from tokenshapley_rag.evaluate._records import load_questions
-from tokenshapley_rag.evaluate._report import ChainReport, summarize, summarize_timing
-from tokenshapley_rag.evaluate._rows import QuestionRow, RowsFile
 
 __all__ = ["evaluate_chain"]
 

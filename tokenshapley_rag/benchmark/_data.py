@@ -6,12 +6,11 @@ and validates it on the way in, so every metric downstream can trust the offsets
 
 Where the data folder is
 ------------------------
-``load_dataset(name, data_dir)`` (``tokenshapley eval --data PATH``) reads ``data_dir``.
-Without one, :func:`default_data_dir` decides: the folder named by the environment variable
-``TOKENSHAPLEY_DATA`` when it is set (and not empty), else ``../shared/data`` relative to the
-project root (the folder that holds the ``tokenshapley_rag`` package), where CI keeps it.
-A missing folder raises :class:`DatasetNotFoundError`, whose message names the folder it
-looked in and how to point to the data.
+The sets are not part of the package, and the package does not guess where they are:
+``load_dataset(name, data_dir)`` (``tokenshapley eval --data PATH``) reads ``data_dir``;
+without one, :func:`default_data_dir` returns the folder named by the environment variable
+``TOKENSHAPLEY_DATA``. When neither is given, or the folder or file is missing,
+:class:`DatasetNotFoundError` says what it looked for and how to point to the data.
 
 Title handling (the same rule for every set)
 ---------------------------------------------
@@ -47,6 +46,7 @@ from tokenshapley_rag.errors import (
 __all__ = [
     "ATTRIBUTION_DATASETS",
     "DATASETS",
+    "DATA_ENV_VAR",
     "SPAN_DATASETS",
     "AttributionExample",
     "DatasetFormatError",
@@ -66,8 +66,8 @@ ATTRIBUTION_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv", "nq", "wi
 SPAN_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv")
 
 
-#: Environment variable naming the data folder; it overrides ``../shared/data``
-#: (see :func:`default_data_dir`). An explicit ``data_dir`` / ``--data`` overrides both.
+#: Environment variable naming the data folder (see :func:`default_data_dir`). An explicit
+#: ``data_dir`` / ``--data`` overrides it.
 DATA_ENV_VAR = "TOKENSHAPLEY_DATA"
 
 
@@ -75,8 +75,8 @@ class DatasetNotFoundError(TokenShapleyError, FileNotFoundError):
     """The data directory or a set's JSONL file does not exist.
 
     The message names the path that was looked at, where that path came from (``data_dir`` /
-    ``--data``, ``TOKENSHAPLEY_DATA`` or the ``../shared/data`` default) and how to point to
-    the data instead.
+    ``--data`` or ``TOKENSHAPLEY_DATA``; or that neither was given) and how to point to the
+    data.
     """
 
 
@@ -230,44 +230,41 @@ class SummaryExample:
 
 
 
-def _project_data_dir() -> Path:
-    """``<project root>/../shared/data``, normalised (the fallback of :func:`default_data_dir`)."""
-    root = Path(__file__).resolve().parents[2]
-    return Path(os.path.normpath(root / ".." / "shared" / "data"))
-
-
 def default_data_dir() -> Path:
-    """The data folder used when no ``data_dir`` (``--data``) is given.
+    """The data folder used when no ``data_dir`` (``--data``) is given: ``$TOKENSHAPLEY_DATA``.
 
-    The folder named by the ``TOKENSHAPLEY_DATA`` environment variable when it is set and
-    not empty (``~`` expanded, made absolute); otherwise ``<project root>/../shared/data``,
-    normalised. The project root is the folder that holds the ``tokenshapley_rag`` package,
-    so the default works from any working directory. The folder need not exist:
-    :func:`load_dataset` checks that.
+    ``~`` is expanded and a relative path is made absolute against the working directory.
+    The folder need not exist: :func:`load_dataset` checks that.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        ``TOKENSHAPLEY_DATA`` is not set (or empty); the message says how to point to the
+        data.
 
     Examples
     --------
     >>> from unittest import mock
-    >>> with mock.patch.dict(os.environ, {"TOKENSHAPLEY_DATA": ""}):
-    ...     default_data_dir().parts[-2:]
-    ('shared', 'data')
     >>> with mock.patch.dict(os.environ, {"TOKENSHAPLEY_DATA": "/srv/eval-sets"}):
     ...     default_data_dir().parts[-2:]
     ('srv', 'eval-sets')
+    >>> with mock.patch.dict(os.environ, {"TOKENSHAPLEY_DATA": ""}):
+    ...     default_data_dir()
+    Traceback (most recent call last):
+    ...
+    tokenshapley_rag.benchmark._data.DatasetNotFoundError: no data folder given ...
     """
     env = os.environ.get(DATA_ENV_VAR, "")
-    if env:
-        return Path(os.path.abspath(os.path.expanduser(env)))
-    return _project_data_dir()
+    if not env:
+        raise DatasetNotFoundError(f"no data folder given (neither --data / data_dir nor ${DATA_ENV_VAR}); {_HOW_TO_POINT}")
+    return Path(os.path.abspath(os.path.expanduser(env)))
 
 
 def _data_dir_origin(data_dir: str | os.PathLike[str] | None) -> str:
     """Where the folder :func:`load_dataset` reads came from, for error messages."""
     if data_dir is not None:
         return "given as data_dir (--data)"
-    if os.environ.get(DATA_ENV_VAR, ""):
-        return f"from the {DATA_ENV_VAR} environment variable"
-    return "the default: ../shared/data next to the project"
+    return f"from the {DATA_ENV_VAR} environment variable"
 
 
 _HOW_TO_POINT = (
@@ -312,8 +309,7 @@ def load_dataset(
         The set (a folder of ``data_dir``).
     data_dir : str or path-like, default=None
         Folder holding the six set folders. None means :func:`default_data_dir`
-        (``$TOKENSHAPLEY_DATA`` if set, else ``../shared/data`` relative to the project
-        root). Any path is accepted.
+        (``$TOKENSHAPLEY_DATA``). Any path is accepted.
     limit : int, default=None
         Keep only the first ``limit`` examples of the file (file order). None keeps all.
     split : str, default="dev"
@@ -330,9 +326,9 @@ def load_dataset(
     InvalidInputError
         Unknown ``name``, or ``limit`` not a positive integer.
     DatasetNotFoundError
-        The data folder or ``<name>/<split>.jsonl`` does not exist. The message names the
-        path, where it came from, and how to point to the data (``--data`` or
-        ``TOKENSHAPLEY_DATA``).
+        No data folder is given, or it or ``<name>/<split>.jsonl`` does not exist. The
+        message names the path, where it came from, and how to point to the data (``--data``
+        or ``TOKENSHAPLEY_DATA``).
     DatasetFormatError
         A line is not JSON, misses a field, has duplicate source ids, a span whose
         ``answer[start:end] != text``, a span or gold range citing an unknown source,

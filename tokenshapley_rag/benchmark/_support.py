@@ -36,9 +36,9 @@ import numpy as np
 
 from tokenshapley_rag._segment import STOPWORDS, find_keywords, split_sentences
 from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark._data import AttributionExample, GoldSpan, dataset_path, default_data_dir
+from tokenshapley_rag.benchmark._metrics import auroc
 from tokenshapley_rag.errors import InvalidInputError, TextTooLongError
-from tokenshapley_rag.eval._data import AttributionExample, GoldSpan, dataset_path, default_data_dir
-from tokenshapley_rag.eval._metrics import auroc
 
 __all__ = [
     "CHANGE_KINDS",
@@ -663,7 +663,7 @@ def flag_span(citations: Iterable[Any], start: int, end: int) -> dict[str, Any]:
 
 
 def _iterate(examples, header, compute, *, resume_path, progress, desc):
-    from tokenshapley_rag.eval._protocols import _iterate as iterate
+    from tokenshapley_rag.benchmark._protocols import _iterate as iterate
 
     return iterate(examples, header, compute, resume_path=resume_path, progress=progress, desc=desc)
 
@@ -745,7 +745,7 @@ def run_changed_eval(
         ``n_uncovered``, and for number/date ``contradicted_of_flagged``;
         ``metrics["control"]``: ``n``, ``flagged``, ``lexical_flagged``, ``n_uncovered``.
     """
-    from tokenshapley_rag.eval._runner import EvalReport
+    from tokenshapley_rag.benchmark._runner import EvalReport
 
     if dataset_name not in CHANGED_DATASETS:
         raise InvalidInputError(f"the changed-answers protocol is for {list(CHANGED_DATASETS)}, got {dataset_name!r}")
@@ -850,7 +850,7 @@ class SupportClaim:
 
 def load_support_set(data_dir: str | os.PathLike[str] | None = None, *, limit: int | None = None) -> list[SupportClaim]:
     """Read ``<data_dir>/support/dev.jsonl`` (schema in its PROVENANCE.md); titles are folded
-    into the source text as :func:`~tokenshapley_rag.eval.load_dataset` does."""
+    into the source text as :func:`~tokenshapley_rag.benchmark.load_dataset` does."""
     path = dataset_path("support", data_dir)
     out: list[SupportClaim] = []
     with path.open(encoding="utf-8") as fh:
@@ -966,7 +966,7 @@ def run_support_set_eval(
     partially_supported, left out of it), beside the word-overlap baseline
     (:func:`word_overlap`) over the same cut sources and over the full sources.
     """
-    from tokenshapley_rag.eval._runner import EvalReport
+    from tokenshapley_rag.benchmark._runner import EvalReport
 
     if dataset_name not in SUPPORT_SET_DATASETS:
         raise InvalidInputError(f"the support-set protocol is for {list(SUPPORT_SET_DATASETS)}, got {dataset_name!r}")
@@ -1093,8 +1093,8 @@ def wants_support(args: argparse.Namespace) -> bool:
 
 def run_support_cli(args: argparse.Namespace, attributor_factory: Callable[[str, Any], Any]) -> int:
     """``tokenshapley eval --protocol support`` / ``--dataset support``: run, print, write."""
-    from tokenshapley_rag.eval._cli import partial_path
-    from tokenshapley_rag.eval._data import load_dataset
+    from tokenshapley_rag.benchmark._cli import partial_path
+    from tokenshapley_rag.benchmark._data import load_dataset
 
     ds = args.dataset
     if ds not in CHANGED_DATASETS + SUPPORT_SET_DATASETS:

@@ -1,16 +1,16 @@
 """Span attribution baselines behind one protocol, :class:`SpanAttributor`.
 
 A span attributor scores, for every gold keyword span of an
-:class:`~tokenshapley_rag.eval.AttributionExample`, how likely each source is the one the
-span came from. The evaluation runner (``tokenshapley_rag.eval.run_span_eval``) takes the
+:class:`~tokenshapley_rag.benchmark.AttributionExample`, how likely each source is the one the
+span came from. The evaluation runner (``tokenshapley_rag.benchmark.run_span_eval``) takes the
 argmax per span (ties -> first source) and compares it with the gold source.
 
 Baselines here: :class:`LexicalAttributor` (exact substring first, then IDF-weighted word
 overlap), :class:`ExactMatchAttributor` (verbatim substring only) and
 :class:`RandomAttributor`. Each also implements the sentence-level protocol
-(:class:`~tokenshapley_rag.eval._sentences.SentenceAttributor`: ``score_sentences(query,
+(:class:`~tokenshapley_rag.benchmark._sentences.SentenceAttributor`: ``score_sentences(query,
 sources, response, sentences)``) used by NQ, CNN/DM and WiCE. The model-based baselines
-(HidSim, EmbSim, ContextCite) live in :mod:`tokenshapley_rag.eval._model_baselines`;
+(HidSim, EmbSim, ContextCite) live in :mod:`tokenshapley_rag.benchmark._model_baselines`;
 :func:`make_baseline` builds any of them by name.
 
 Words are lowercase ``\\w+`` tokens (Python ``re`` with Unicode ``\\w``): ``"Hot-in Herre's"``
@@ -31,9 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark._data import AttributionExample
+from tokenshapley_rag.benchmark._sentences import SentenceScores, SentenceUnit
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval._data import AttributionExample
-from tokenshapley_rag.eval._sentences import SentenceScores, SentenceUnit
 
 __all__ = [
     "BASELINE_NAMES",
@@ -49,7 +49,7 @@ __all__ = [
 
 #: Model-free baselines (cheap; no model is loaded).
 BASELINE_NAMES: tuple[str, ...] = ("lexical", "exact", "random")
-#: Model-based baselines of :mod:`tokenshapley_rag.eval._model_baselines` (load a model when built).
+#: Model-based baselines of :mod:`tokenshapley_rag.benchmark._model_baselines` (load a model when built).
 MODEL_BASELINE_NAMES: tuple[str, ...] = ("hidsim", "embsim", "contextcite")
 
 _WORD = re.compile(r"\w+")
@@ -170,7 +170,7 @@ class LexicalAttributor:
     Examples
     --------
     >>> from tokenshapley_rag._types import Source
-    >>> from tokenshapley_rag.eval import AttributionExample, GoldSpan
+    >>> from tokenshapley_rag.benchmark import AttributionExample, GoldSpan
     >>> srcs = (Source("a", "The quick brown fox."), Source("b", "A brown quick fox."))
     >>> span = GoldSpan(0, 15, "quick brown fox", ("a",))
     >>> ex = AttributionExample("t", "", srcs, "quick brown fox", (span,), (), {})
@@ -223,7 +223,7 @@ class ExactMatchAttributor:
     Examples
     --------
     >>> from tokenshapley_rag._types import Source
-    >>> from tokenshapley_rag.eval import AttributionExample, GoldSpan
+    >>> from tokenshapley_rag.benchmark import AttributionExample, GoldSpan
     >>> ex = AttributionExample("t", "", (Source("a", "Red apple"), Source("b", "red APPLE pie")),
     ...                         "red apple", (GoldSpan(0, 9, "red apple", ("a",)),), (), {})
     >>> ExactMatchAttributor().score_spans(ex).tolist()
@@ -279,7 +279,7 @@ class RandomAttributor:
     Examples
     --------
     >>> from tokenshapley_rag._types import Source
-    >>> from tokenshapley_rag.eval import AttributionExample, GoldSpan
+    >>> from tokenshapley_rag.benchmark import AttributionExample, GoldSpan
     >>> ex = AttributionExample("t", "", (Source("a", "x"), Source("b", "y")), "x",
     ...                         (GoldSpan(0, 1, "x", ("a",)),), (), {})
     >>> a = RandomAttributor(seed=7).score_spans(ex)
@@ -347,7 +347,7 @@ def make_baseline(name: str, *, seed: int = 0, beta: int = 8, loaded: Any = None
     if name == "random":
         return RandomAttributor(seed=seed)
     if name in MODEL_BASELINE_NAMES:
-        from tokenshapley_rag.eval import _model_baselines as mb
+        from tokenshapley_rag.benchmark import _model_baselines as mb
 
         if name == "hidsim":
             return mb.HidSimAttributor(loaded)

@@ -1,4 +1,4 @@
-"""Span-accuracy evaluation of a :class:`~tokenshapley_rag.eval._baselines.SpanAttributor`.
+"""Span-accuracy evaluation of a :class:`~tokenshapley_rag.benchmark._baselines.SpanAttributor`.
 
 :func:`run_span_eval` scores every gold span of every example (original source order and,
 with order control, the permutations of :data:`SOURCE_PERMUTATION_SEEDS`), writes one JSON
@@ -21,22 +21,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tokenshapley_rag._json import jsonable
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval._data import (
+from tokenshapley_rag.benchmark._data import (
     SPAN_DATASETS,
     AttributionExample,
     DatasetFormatError,
 )
-from tokenshapley_rag.eval._metrics import (
+from tokenshapley_rag.benchmark._metrics import (
     SOURCE_PERMUTATION_SEEDS,
     SPAN_CLASSES,
     best_source,
     permute_example,
     span_class,
 )
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 if TYPE_CHECKING:  # _baselines imports _data, which this package imports first
-    from tokenshapley_rag.eval._baselines import SpanAttributor
+    from tokenshapley_rag.benchmark._baselines import SpanAttributor
 
 __all__ = ["EvalReport", "run_span_eval"]
 
@@ -275,8 +275,8 @@ def run_span_eval(
 
     Examples
     --------
-    >>> from tokenshapley_rag.eval._baselines import LexicalAttributor
-    >>> from tokenshapley_rag.eval import load_dataset
+    >>> from tokenshapley_rag.benchmark._baselines import LexicalAttributor
+    >>> from tokenshapley_rag.benchmark import load_dataset
     >>> rep = run_span_eval("kv", LexicalAttributor(), load_dataset("kv", limit=2), progress=False)
     >>> rep.n, rep.metrics["accuracy"], rep.metrics["accuracy_order_controlled"]
     (2, 1.0, 1.0)

@@ -1,6 +1,6 @@
 """Where questions run: in this process, or in a pool of Ray actors that each hold one model.
 
-Both engines call the same :func:`~tokenshapley_rag.evaluate.evaluate_question` on the same
+Both engines call the same :func:`~tokenshapley_rag.chain_eval.evaluate_question` on the same
 records and hand every finished row to the same sink (the rows file), so their rows are
 identical apart from the timing fields.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenshapley_rag._defaults import DEFAULT_LAYER
-from tokenshapley_rag.evaluate._chains import build_chain
-from tokenshapley_rag.evaluate._records import QuestionRecord
-from tokenshapley_rag.evaluate._rows import QuestionRow, evaluate_question
+from tokenshapley_rag.chain_eval._chains import build_chain
+from tokenshapley_rag.chain_eval._records import QuestionRecord
+from tokenshapley_rag.chain_eval._rows import QuestionRow, evaluate_question
 
 __all__ = ["AttributorConfig", "run_local", "run_ray"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tokenshapley_rag.benchmark._data import AttributionExample, GoldEvidence, GoldSpan
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
-from tokenshapley_rag.eval._data import AttributionExample, GoldEvidence, GoldSpan
 
 __all__ = [
     "SOURCE_PERMUTATION_SEEDS",

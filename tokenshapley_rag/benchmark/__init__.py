@@ -1,5 +1,7 @@
-"""Evaluation of keyword attribution on the six shared sets.
+"""The paper's benchmark harness: keyword attribution measured on six evaluation sets.
 
+Behind ``tokenshapley eval``; the library itself never imports it. The sets are not part of
+the package: :func:`load_dataset` reads ``data_dir`` (``--data``) or ``$TOKENSHAPLEY_DATA``.
 Loaders (:func:`load_dataset`), metrics (span accuracy with order control, span classes,
 ranking P/R/F1 @ k, AUROC, log-prob drop), the span-accuracy runner
 (:func:`run_span_eval`), the sentence-level protocols (:func:`run_ranking_eval` for NQ and
@@ -8,9 +10,10 @@ WiCE, :func:`run_ablation_eval` for CNN/DM, over :func:`sentence_units` and the
 :func:`run_eval`). The protocols are documented in ``docs/evaluation.md``.
 """
 
-from tokenshapley_rag.eval._cli import add_eval_arguments, partial_path, run_eval
-from tokenshapley_rag.eval._data import (
+from tokenshapley_rag.benchmark._cli import add_eval_arguments, partial_path, run_eval
+from tokenshapley_rag.benchmark._data import (
     ATTRIBUTION_DATASETS,
+    DATA_ENV_VAR,
     DATASETS,
     SPAN_DATASETS,
     AttributionExample,
@@ -22,7 +25,7 @@ from tokenshapley_rag.eval._data import (
     default_data_dir,
     load_dataset,
 )
-from tokenshapley_rag.eval._metrics import (
+from tokenshapley_rag.benchmark._metrics import (
     SOURCE_PERMUTATION_SEEDS,
     SPAN_CLASSES,
     accuracy_order_controlled,
@@ -39,7 +42,7 @@ from tokenshapley_rag.eval._metrics import (
     span_class,
     span_correct,
 )
-from tokenshapley_rag.eval._protocols import (
+from tokenshapley_rag.benchmark._protocols import (
     ABLATION_KS,
     CNNDM_QUERY,
     RANKING_KS,
@@ -47,8 +50,8 @@ from tokenshapley_rag.eval._protocols import (
     run_ablation_eval,
     run_ranking_eval,
 )
-from tokenshapley_rag.eval._runner import EvalReport, run_span_eval
-from tokenshapley_rag.eval._sentences import (
+from tokenshapley_rag.benchmark._runner import EvalReport, run_span_eval
+from tokenshapley_rag.benchmark._sentences import (
     SentenceAttributor,
     SentenceScores,
     SentenceUnit,
@@ -72,6 +75,7 @@ __all__ = [
     "run_ranking_eval",
     "sentence_units",
     "DATASETS",
+    "DATA_ENV_VAR",
     "SOURCE_PERMUTATION_SEEDS",
     "SPAN_CLASSES",
     "SPAN_DATASETS",

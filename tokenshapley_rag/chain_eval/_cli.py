@@ -46,8 +46,8 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
 
     Prints the summary JSON to stdout and the written paths to stderr; returns 0.
     """
-    from tokenshapley_rag.evaluate._engine import AttributorConfig
-    from tokenshapley_rag.evaluate._evaluate import evaluate_chain
+    from tokenshapley_rag.chain_eval._engine import AttributorConfig
+    from tokenshapley_rag.chain_eval._evaluate import evaluate_chain
 
     if args.chain is not None and args.app_dir:
         # like uvicorn's --app-dir: console scripts do not have the current folder on sys.path

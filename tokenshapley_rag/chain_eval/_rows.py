@@ -10,14 +10,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from tokenshapley_rag.errors import EmptyTextError, InvalidInputError
-from tokenshapley_rag.evaluate._chains import ChainOutput, run_chain
-from tokenshapley_rag.evaluate._metrics import (
+from tokenshapley_rag.chain_eval._chains import ChainOutput, run_chain
+from tokenshapley_rag.chain_eval._metrics import (
     Concentration,
     citation_concentration,
     share,
 )
-from tokenshapley_rag.evaluate._records import QuestionFileError, QuestionRecord
+from tokenshapley_rag.chain_eval._records import QuestionFileError, QuestionRecord
+from tokenshapley_rag.errors import EmptyTextError, InvalidInputError
 
 __all__ = ["TIMING_FIELDS", "KeywordRow", "QuestionRow", "RowsFile", "SourceUse", "evaluate_question"]
 
@@ -224,7 +224,7 @@ def evaluate_question(record: QuestionRecord, chain: Any, attributor: Any, *, in
     attributor : TokenShapley
         Anything with ``attribute(query=, sources=, response=) -> AttributionResult``.
     input_key : str or None
-        See :func:`~tokenshapley_rag.evaluate.run_chain`.
+        See :func:`~tokenshapley_rag.chain_eval.run_chain`.
 
     Returns
     -------

@@ -108,7 +108,7 @@ class SentenceAttributor(Protocol):
 
     Examples
     --------
-    >>> from tokenshapley_rag.eval._baselines import LexicalAttributor
+    >>> from tokenshapley_rag.benchmark._baselines import LexicalAttributor
     >>> isinstance(LexicalAttributor(), SentenceAttributor)
     True
     """
@@ -126,7 +126,7 @@ def sentence_units(sources: Sequence[Source], *, split: bool = True) -> tuple[Se
     """The candidate sentences of ``sources``, in context order.
 
     A source's title (``metadata["text_offset"]`` characters at the start of
-    ``Source.text``, see :mod:`tokenshapley_rag.eval._data`) is context but never a
+    ``Source.text``, see :mod:`tokenshapley_rag.benchmark._data`) is context but never a
     candidate: only the text after it is split. With ``split=True`` the text is cut by
     :func:`tokenshapley_rag._segment.split_sentences`, the splitter TokenShapley's
     datastore uses; with ``split=False`` each source's text (whitespace-stripped) is one
