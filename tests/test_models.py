@@ -26,7 +26,8 @@ from tokenshapley_rag._models import (
     default_cache_dir,
     load_causal_lm,
 )
-from tokenshapley_rag._models import files, registry
+from tokenshapley_rag import _files as files
+from tokenshapley_rag._models import registry
 from tokenshapley_rag._models import gguf as conversion
 from tokenshapley_rag._models.fingerprint import MARKER, combine_fingerprint
 from tokenshapley_rag.errors import (

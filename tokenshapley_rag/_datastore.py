@@ -11,7 +11,6 @@ import hashlib
 import io
 import logging
 import os
-import tempfile
 import threading
 import time
 import warnings
@@ -22,6 +21,8 @@ from pathlib import Path
 import numba
 import numpy as np
 import torch
+
+from tokenshapley_rag._files import write_bytes_atomic
 
 __all__ = ["CachedSentence", "SentenceCache", "SentenceRecord", "Datastore"]
 
@@ -168,28 +169,12 @@ class SentenceCache:
         )
         try:
             self._make_folder(path.parent)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-        except OSError as err:  # read-only or full disk, no permission: memory only
-            self._give_up_disk(err)
-            return
-        try:
             # No fsync: it doubled the cost of a cold build, and a file cut short by a
             # crash fails the CRC check on read and is rebuilt (the cache is derived data).
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(buf.getvalue())
-            os.replace(tmp, path)
-        except OSError as err:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            # The ".tmp-" prefix is what the folder sweep removes after a crash.
+            write_bytes_atomic(path, buf.getvalue(), prefix=".tmp-", suffix=".npz", fsync=False)
+        except OSError as err:  # read-only or full disk, no permission: memory only
             self._give_up_disk(err)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
 
     def _make_folder(self, folder: Path) -> None:
         """Create ``folder`` (and its parents under the root) as 0700, once per process

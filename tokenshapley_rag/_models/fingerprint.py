@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tokenshapley_rag._models.files import file_sha256, sha256_of
+from tokenshapley_rag._files import file_sha256, sha256_of
 
 __all__ = [
     "MARKER",

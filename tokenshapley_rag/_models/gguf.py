@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from tokenshapley_rag._models.files import (
+from tokenshapley_rag._files import (
     discard,
     exclusive_lock,
     fsync_dir,

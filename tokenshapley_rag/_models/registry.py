@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenshapley_rag._models.files import file_sha256
+from tokenshapley_rag._files import file_sha256
 from tokenshapley_rag.errors import ModelLoadError, ModelNotFoundError
 
 __all__ = ["ALIASES", "DEFAULT_MODEL", "GEMMA_MODEL", "GgufSource", "gguf_file_source"]
