@@ -82,11 +82,11 @@ CC_SPEEDUP_TARGET = 10.0  # ContextCite beta=64 time / TokenShapley time
 
 # Steps of one attribution as the probes name them. Datastore build (prefix cold_/warm_/disk_):
 DATASTORE_STEPS = ("segment", "lookup", "tokenize", "encode", "store", "classes", "index")
-# Answer side: tokenize + encode_response, then _result = _token_sentence_scores + _assemble.
+# Answer side: tokenize + encode_response, then pipeline.attribute = score_tokens + assemble_citations.
 # Groups (exclusive seconds) computed from the inclusive probe times in totals().
-DATASTORE_LABELS = {"segment": "sentence split (rest of _sentences)", "lookup": "cache lookups (SentenceCache.get)",
+DATASTORE_LABELS = {"segment": "sentence split (rest of DatastoreBuilder.sentences)", "lookup": "cache lookups (SentenceCache.get)",
                     "tokenize": "tokenize cache misses", "encode": "sentence encoding (encode_before, packed)",
-                    "store": "cache writes (SentenceCache.put)", "classes": "token classes (_sentence_classes, memoised)",
+                    "store": "cache writes (SentenceCache.put)", "classes": "token classes (DatastoreBuilder.sentence_classes, memoised)",
                     "index": "Datastore(...) (concat, prefix keys, key norms)", "other": "rest"}
 GROUPS = ("answer encoding", "neighbour search", "Shapley", "aggregation")
 SUBSTEPS = {
