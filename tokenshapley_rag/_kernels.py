@@ -16,9 +16,9 @@ __all__ = ["sentence_value_row", "sentence_value_rows", "sentence_value_rows_ser
 
 @numba.njit(cache=True, nogil=True)
 def span_game_rows(scores, carries, sentence_source, n_sources, answer_sentence, flat, bounds, weight, scale, verbatim,
-                    use_verbatim, word_tokens, word_bounds, word_of_span, result, own, holds):
-    """:func:`~tokenshapley_rag._context_game.span_games`, one span (row) at a time; what each step means is spelled out
-    in the numpy oracle of tests/test_context_game.py."""
+                   use_verbatim, word_tokens, word_bounds, word_of_span, result, own, holds):
+    """:func:`~tokenshapley_rag._context_game.span_games`, one span (row) at a time; what
+    each step means is spelled out in the numpy oracle of tests/test_context_game.py."""
     n_tok, n_sent = scores.shape
     in_context = np.zeros(n_sent)
     weights = np.zeros(n_tok)
@@ -101,6 +101,8 @@ def span_game_rows(scores, carries, sentence_source, n_sources, answer_sentence,
 
 @numba.njit(cache=True, nogil=True)
 def sentence_value_row(d2, idx, cls, classes, sentence_of, k, auto, gamma, out):
+    """One answer token's game (its candidates' squared distances ``d2`` and entries ``idx``,
+    nearest first; its class ``cls``), its Shapley values added to ``out`` per sentence."""
     m = d2.shape[0]
     if m == 0:
         return
