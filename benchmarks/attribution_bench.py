@@ -82,11 +82,11 @@ CC_SPEEDUP_TARGET = 10.0  # ContextCite beta=64 time / TokenShapley time
 
 # Steps of one attribution as the probes name them. Datastore build (prefix cold_/warm_/disk_):
 DATASTORE_STEPS = ("segment", "lookup", "tokenize", "encode", "store", "classes", "index")
-# Answer side: tokenize + encode_response, then _result = _token_sentence_scores + _assemble.
+# Answer side: tokenize + encode_response, then pipeline.attribute = score_tokens + assemble_citations.
 # Groups (exclusive seconds) computed from the inclusive probe times in totals().
-DATASTORE_LABELS = {"segment": "sentence split (rest of _sentences)", "lookup": "cache lookups (SentenceCache.get)",
+DATASTORE_LABELS = {"segment": "sentence split (rest of DatastoreBuilder.sentences)", "lookup": "cache lookups (SentenceCache.get)",
                     "tokenize": "tokenize cache misses", "encode": "sentence encoding (encode_before, packed)",
-                    "store": "cache writes (SentenceCache.put)", "classes": "token classes (_sentence_classes, memoised)",
+                    "store": "cache writes (SentenceCache.put)", "classes": "token classes (DatastoreBuilder.sentence_classes, memoised)",
                     "index": "Datastore(...) (concat, prefix keys, key norms)", "other": "rest"}
 GROUPS = ("answer encoding", "neighbour search", "Shapley", "aggregation")
 SUBSTEPS = {
@@ -165,7 +165,12 @@ def fresh_dir() -> Path:
 
 def forget_memos(ts) -> None:
     """Empty what a TokenShapley remembers in memory besides the sentence cache: token
-    classes, source splits (8aac79c and later) and datastores (6539c13 and later)."""
+    classes, source splits (8aac79c and later) and datastores (6539c13 and later); since
+    the module split they are the pipeline's."""
+    pipeline = getattr(ts, "pipeline", None)
+    if pipeline is not None:
+        pipeline.forget()
+        return
     for name in ("_classes_of_sentence", "_splits_of_source", "_datastores"):
         memo = getattr(ts, name, None)
         if memo is not None:
@@ -176,16 +181,16 @@ def warm_parallel_kernels(ts) -> None:
     """One tiny attribution with every compiled step forced onto numba's threads: the
     parallel kernels a large context switches to are loaded (or, in a fresh checkout,
     compiled: seconds) before any timing, not inside the first large row."""
-    import tokenshapley_rag._attribution as attribution
     import tokenshapley_rag._datastore as datastore
+    import tokenshapley_rag._token_game as token_game
 
-    saved = datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK
-    datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK = 0, 0
+    saved = datastore._PARALLEL_CELLS, token_game._PARALLEL_WORK
+    datastore._PARALLEL_CELLS, token_game._PARALLEL_WORK = 0, 0
     try:
         forget_memos(ts)
         ts.attribute(query="q", sources=["A warm-up sentence. Another one."], response="A warm-up.")
     finally:
-        datastore._PARALLEL_CELLS, attribution._PARALLEL_WORK = saved
+        datastore._PARALLEL_CELLS, token_game._PARALLEL_WORK = saved
         forget_memos(ts)
 
 
@@ -195,6 +200,8 @@ def reset_cache(ts, root) -> None:
     from tokenshapley_rag._datastore import SentenceCache
 
     ts.cache = SentenceCache(root)
+    if hasattr(ts, "pipeline"):
+        ts.pipeline.builder.cache = ts.cache
     forget_memos(ts)
 
 
@@ -259,16 +266,17 @@ class Probe:
 
 def probed_build_datastore(ts, srcs, st: Steps, prefix: str):
     """``ts.build_datastore(srcs)`` with its steps timed."""
-    import tokenshapley_rag._attribution as attribution
+    import tokenshapley_rag._indexing as indexing
 
+    builder = ts.pipeline.builder
     probe = Probe(st)
-    probe.wrap(ts, "_sentences", prefix + "segment")  # inclusive of the lookups and tokenizing inside it
+    probe.wrap(builder, "sentences", prefix + "segment")  # inclusive of the lookups and tokenizing inside it
     probe.wrap(ts.cache, "get", prefix + "lookup")
     probe.wrap(ts.encoder, "tokenize", prefix + "tokenize")
     probe.wrap(ts.encoder, "encode_before", prefix + "encode")
     probe.wrap(ts.cache, "put", prefix + "store")
-    probe.wrap(ts, "_sentence_classes", prefix + "classes")
-    probe.wrap(attribution, "Datastore", prefix + "index")
+    probe.wrap(builder, "sentence_classes", prefix + "classes")
+    probe.wrap(indexing, "Datastore", prefix + "index")
     try:
         with st(prefix + "total"):
             store = ts.build_datastore(srcs)
@@ -278,20 +286,18 @@ def probed_build_datastore(ts, srcs, st: Steps, prefix: str):
 
 
 def probed_result(ts, query, response, srcs, store, resp, queries, st: Steps):
-    """``ts._result(...)`` (scores, then assembly) with its steps timed."""
-    import tokenshapley_rag._attribution as attribution
+    """``ts.pipeline.attribute(...)`` (scores, then assembly) with its steps timed."""
     from tokenshapley_rag._datastore import Datastore
 
     probe = Probe(st)
-    probe.wrap(ts, "_token_classes", "classes_answer")
+    probe.wrap(ts.pipeline.classes, "of", "classes_answer")
     probe.wrap(Datastore, "game_candidates", "candidates")
     probe.wrap(Datastore, "_partial_distances", "search_core")
-    probe.wrap(attribution, "knn_shapley_batch", "shapley_engine")
-    probe.wrap(ts, "_token_sentence_scores", "scores_total")
-    probe.wrap(ts, "_assemble", "aggregate")
+    probe.wrap(ts.pipeline, "score_tokens", "scores_total")
+    probe.wrap(ts.pipeline, "assemble_citations", "aggregate")
     try:
         with st("result_total"):
-            res = ts._result(query, response, srcs, store, resp, queries)
+            res = ts.pipeline.attribute(query, response, srcs, store, resp, queries, ts.config)
     finally:
         probe.restore()
     return res
@@ -354,7 +360,7 @@ class Bench:
 def measure_case(b: Bench, query, sources, answer, *, lm_floor=True, generate=False, api=False, b16: Bench | None = None,
                  rng: random.Random | None = None) -> tuple[dict, dict]:
     """One repeat of every step for one (query, sources, answer). Returns (seconds, facts)."""
-    from tokenshapley_rag._attribution import coerce_sources
+    from tokenshapley_rag._sources import coerce_sources
 
     ts = b.ts
     st = Steps()
@@ -384,7 +390,7 @@ def measure_case(b: Bench, query, sources, answer, *, lm_floor=True, generate=Fa
         facts.update(context_tokens=int(store.size), answer_tokens=int(len(resp.ids)),
                      sentences=len(store.sentences), memory_bytes=datastore_memory(store),
                      lru_bytes=sum(e.keys.nbytes + e.ids.nbytes + e.offsets.nbytes for e in ts.cache._memory.values())
-                     + sum(a.nbytes for pair in ts._classes_of_sentence.values() for a in pair))
+                     + sum(a.nbytes for pair in ts.pipeline.builder._classes_of_sentence.values() for a in pair))
     finally:
         shutil.rmtree(cold_dir, ignore_errors=True)
 
@@ -433,7 +439,7 @@ def api_calls(ts, query, sources, answer, st: Steps, prefix: str, facts: dict, k
             ts.attribute(query=query, sources=sources, response=answer)
         for label, pass_label in (("warm", "answer_pass"), ("warm_new", "warm_new_pass")):
             if label == "warm_new":
-                ts._datastores.clear()
+                ts.pipeline.builder._datastores.clear()
             probe = Probe(st)
             if own_pass:
                 probe.wrap(ts.encoder, "_states", prefix + pass_label)
@@ -590,7 +596,7 @@ def scaling_case(b: Bench, n_tokens: int):
 def sentence_tokens(b: Bench, text: str) -> int:
     from tokenshapley_rag._types import Source
 
-    recs, entries, toks = b.ts._sentences([Source("x", text)])
+    recs, entries, toks = b.ts.pipeline.builder.sentences([Source("x", text)])
     return sum(len((e or t or b.ts.encoder.tokenize(r.text)).ids) for r, e, t in zip(recs, entries, toks))
 
 
@@ -729,7 +735,7 @@ def run_speedups(b: Bench, b16: Bench | None, examples, scale_cases: dict, args)
         print(f"  {name} [{where}]: {fmt_s(prev)} -> {fmt_s(new)} ({prev / max(new, 1e-12):.2f}x) {note}", flush=True)
 
     def sentence_lists(sources):
-        recs, _, _ = ts._sentences(sources)
+        recs, _, _ = ts.pipeline.builder.sentences(sources)
         return [enc.tokenize(r.text).ids for r in recs]
 
     def padded(e, tl):
@@ -790,7 +796,7 @@ def run_speedups(b: Bench, b16: Bench | None, examples, scale_cases: dict, args)
     for store, q, a, label in cases:
         r = enc.tokenize(a)
         qs = np.ascontiguousarray(enc.encode_response(q, r), dtype=np.float32)
-        classes, _ = ts._token_classes(r.ids, a, r.offsets)
+        classes, _ = ts.pipeline.classes.of(r.ids, a, r.offsets)
         m = min(ts.m, store.size)
 
         def previous():
@@ -827,11 +833,11 @@ def run_speedups(b: Bench, b16: Bench | None, examples, scale_cases: dict, args)
             f"T={n_rows}, M={ts.m}, K={ts.k}", t["parallel"], t["shipped"], f"serial forced: {fmt_s(t['serial'])}")
 
     # 4. warm build: token classes per sentence (previous) vs the memo (shipped)
-    recs, entries, _ = ts._sentences(s_big)
+    recs, entries, _ = ts.pipeline.builder.sentences(s_big)
     for r, e in zip(recs, entries):
-        ts._sentence_classes(r.text, e)
-    t = timeit_interleaved({"prev": lambda: [ts._token_classes(e.ids, r.text, e.offsets) for r, e in zip(recs, entries)],
-                            "memo": lambda: [ts._sentence_classes(r.text, e) for r, e in zip(recs, entries)]}, reps)
+        ts.pipeline.builder.sentence_classes(r.text, e)
+    t = timeit_interleaved({"prev": lambda: [ts.pipeline.classes.of(e.ids, r.text, e.offsets) for r, e in zip(recs, entries)],
+                            "memo": lambda: [ts.pipeline.builder.sentence_classes(r.text, e) for r, e in zip(recs, entries)]}, reps)
     row("warm build: _token_classes per sentence → memo (_sentence_classes)", f"{big_store.size} entries", t["prev"], t["memo"])
     reset_cache(ts, None)
     return rows

@@ -84,7 +84,7 @@ def states_at_layers(ts: TokenShapley, seqs: list[list[int]]) -> list[dict[int, 
 
 def source_tokens(ts: TokenShapley, ex):
     """The datastore's sentence records of ``ex``'s sources and their tokenizations."""
-    records, toks = ts._sentences(list(ex.sources))
+    records, _, toks = ts.pipeline.builder.sentences(list(ex.sources))
     return records, [t or ts.encoder.tokenize(r.text) for r, t in zip(records, toks)]
 
 

@@ -255,12 +255,12 @@ def test_cache_is_hit_on_second_call_and_survives_corruption(cache_root, monkeyp
 
 
 def test_datastore_of_the_same_sources_is_remembered(cache_root, monkeypatch):
-    from tokenshapley_rag import _attribution
+    from tokenshapley_rag import _indexing
 
     ts = TokenShapley(cache_dir=cache_root)
     builds = []
-    real = ts.build_datastore
-    monkeypatch.setattr(ts, "build_datastore", lambda srcs, **kw: builds.append(len(srcs)) or real(srcs, **kw))
+    real = ts.pipeline.builder.build
+    monkeypatch.setattr(ts.pipeline.builder, "build", lambda srcs, **kw: builds.append(len(srcs)) or real(srcs, **kw))
     first = ts.attribute(QUERY, SOURCES, ANSWER)
     again = ts.attribute("Another question?", SOURCES, "Big Ben was completed in 1859.")
     assert builds == [3]  # the second call reused the first call's datastore
@@ -269,14 +269,14 @@ def test_datastore_of_the_same_sources_is_remembered(cache_root, monkeypatch):
     ts.attribute(QUERY, SOURCES[:2], ANSWER)  # other sources: built
     assert builds == [3, 2]
     # Only the last few source lists, and only datastores up to the size limit, are kept.
-    for i in range(_attribution._DATASTORE_MEMO_ITEMS):
+    for i in range(_indexing.DATASTORE_MEMO_ITEMS):
         ts.attribute(QUERY, [f"Source number {i} holds 1859."], ANSWER)
     ts.attribute(QUERY, SOURCES, ANSWER)
-    assert builds[-1] == 3 and len(builds) == 2 + _attribution._DATASTORE_MEMO_ITEMS + 1
-    monkeypatch.setattr(_attribution, "_DATASTORE_MEMO_TOKENS", 5)
+    assert builds[-1] == 3 and len(builds) == 2 + _indexing.DATASTORE_MEMO_ITEMS + 1
+    monkeypatch.setattr(_indexing, "DATASTORE_MEMO_TOKENS", 5)
     big = TokenShapley(cache_dir=cache_root)
     big.attribute(QUERY, SOURCES, ANSWER)
-    assert len(big._datastores) == 0
+    assert len(big.pipeline.builder._datastores) == 0
 
 
 def test_unicode_offsets(ts):

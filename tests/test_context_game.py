@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from tokenshapley_rag import context_scores, context_weights
 import re
 
-from tokenshapley_rag._attribution import SentenceTexts, _context_weight_rows, sentences_with_sequence, span_games
+from tokenshapley_rag._context_game import context_weight_rows, span_games
+from tokenshapley_rag._text_search import SentenceTexts, sentences_with_sequence
 
 # 3 answer tokens in one answer sentence; 3 datastore sentences: source 0 has sentences
 # 0 and 1, source 1 has sentence 2.
@@ -66,7 +67,7 @@ def test_most_words_rule_for_spans_held_nowhere():
 
 
 def test_span_words():
-    from tokenshapley_rag._attribution import span_words
+    from tokenshapley_rag._text_search import span_words
 
     text = "top with blistered cherry tomatoes."
     offsets = np.array([[0, 3], [3, 8], [8, 11], [11, 18], [18, 25], [25, 34], [34, 35]])
@@ -166,7 +167,7 @@ def _span_games_numpy(scores, carries, sentence_source, answer_sentence, spans, 
     if verbatim is not None:
         exact = verbatim.any(axis=1) & nonempty
         holds = np.where(exact[:, None], verbatim, holds)
-    in_context = _context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
+    in_context = context_weight_rows(answer_sentence, spans, weight, scale) @ scores if weight > 0 else own
     # Candidates: the sentences of every source holding the span.
     in_source = sentence_source[:, None] == np.arange(int(sentence_source.max()) + 1)[None, :]
     candidate_source = holds @ in_source

@@ -10,7 +10,7 @@ import torch
 
 from tokenshapley_rag import TokenShapley, _datastore
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord
-from tokenshapley_rag._attribution import coerce_sources
+from tokenshapley_rag._sources import coerce_sources
 
 try:
     import threadpoolctl
@@ -251,10 +251,10 @@ def test_citations_do_not_depend_on_search_blocks_or_threads(ts, monkeypatch):
     sources = ["The Eiffel Tower is 330 metres tall. It was completed in 1889.", "Big Ben is in London. It was finished in 1859."]
     query, answer = "Tell me about towers.", "The Eiffel Tower, finished in 1889, is 330 metres tall; Big Ben is in London."
     srcs = coerce_sources(sources)
-    store = ts._datastore_for(srcs)
+    store = ts.pipeline.datastore_for(srcs)
     resp = ts.encoder.tokenize(answer)
     states = ts.encoder.encode_response(query, resp)
-    whole = ts._result(query, answer, srcs, store, resp, states)
+    whole = ts.pipeline.attribute(query, answer, srcs, store, resp, states, ts.config)
     assert store.rows_per_block >= len(resp.ids)  # one block
     best = {c.text: (c.best.source_id, c.best.sentence_index) for c in whole.citations if c.best}
     assert best["330 metres"] == ("0", 0) and best["1889"] == ("0", 1) and best["London"] == ("1", 0)
@@ -263,7 +263,7 @@ def test_citations_do_not_depend_on_search_blocks_or_threads(ts, monkeypatch):
         monkeypatch.setattr(_datastore, "_PARALLEL_CELLS", 1 if parallel else 1 << 40)
         assert store.rows_per_block == rows < len(resp.ids)
         with _threads(numba_threads, blas_threads):
-            got = ts._result(query, answer, srcs, store, resp, states)
+            got = ts.pipeline.attribute(query, answer, srcs, store, resp, states, ts.config)
         np.testing.assert_array_equal(got.tokens.scores, whole.tokens.scores)
         assert [c.to_dict() for c in got.citations] == [c.to_dict() for c in whole.citations]
         assert [s.to_dict() for s in got.sentence_scores] == [s.to_dict() for s in whole.sentence_scores]

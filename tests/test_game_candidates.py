@@ -18,7 +18,9 @@ try:
 except ImportError:  # optional: then only numba's and torch's threads are varied
     threadpoolctl = None
 
-from tokenshapley_rag._attribution import SentenceTexts, _rank_sources, _sentence_values, sentences_with_sequence
+from tokenshapley_rag._citations import rank_sources
+from tokenshapley_rag._text_search import SentenceTexts, sentences_with_sequence
+from tokenshapley_rag._token_game import sentence_values
 from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord, _PARALLEL_CELLS
 from tokenshapley_rag import _datastore
 from tokenshapley_rag._types import Source
@@ -170,7 +172,7 @@ def test_candidates_and_values_are_identical_for_any_block_and_thread_count(monk
 
     def run():
         d2, idx, carries = store.game_candidates(queries, classes, 10, 5, pieces)
-        return d2, idx, carries, _sentence_values(d2, idx, classes, store, 3, "auto", pieces)
+        return d2, idx, carries, sentence_values(d2, idx, classes, store, 3, "auto", pieces)
 
     reference = run()
     np.testing.assert_array_equal(reference[1], _oracle(store, queries, classes, pieces, 10, 5)[1])
@@ -387,7 +389,7 @@ def test_rank_sources_equals_the_per_source_loop(sentence_source, n_kw, seed):
     per = np.round(rng.normal(size=(n_kw, len(sentence_source))) * 4) / 4
     per[rng.random(per.shape) < 0.25] = -np.inf
     holds = rng.random(per.shape) < 0.4
-    got = _rank_sources(sources, records, sentence_source, per, holds)
+    got = rank_sources(sources, records, sentence_source, per, holds)
     want = _rank_sources_loop(sources, records, sentence_source, per, holds)
     assert len(got) == len(want) == n_kw
     for g, w in zip(got, want):
@@ -428,7 +430,7 @@ def test_sentence_values_equal_the_numpy_game(n_queries, m, k, gamma, with_piece
     classes = rng.integers(0, 4, size=n_queries)
     pieces = rng.random(n_queries) < 0.5 if with_pieces else None
     d2, idx, _ = store.game_candidates(queries, classes, m, min(m, store.size) // 2, pieces)
-    got = _sentence_values(d2, idx, classes, store, k, gamma, pieces)
+    got = sentence_values(d2, idx, classes, store, k, gamma, pieces)
     want = _sentence_values_numpy(d2, idx, classes, store, k, gamma, pieces)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     # Rows sum to the game's value U(all players) (efficiency): 0 or 1.
@@ -436,13 +438,13 @@ def test_sentence_values_equal_the_numpy_game(n_queries, m, k, gamma, with_piece
 
 
 def test_sentence_values_parallel_equals_serial(monkeypatch):
-    from tokenshapley_rag import _attribution
+    from tokenshapley_rag import _token_game
 
     rng = np.random.default_rng(4)
     store = _random_store(rng, [rng.integers(0, 12, size=8).astype(np.int64) for _ in range(6)])
     queries = (rng.normal(size=(40, 6)) * 3).astype(np.float32)
     classes = rng.integers(0, 4, size=40)
     d2, idx, _ = store.game_candidates(queries, classes, 10, 5)
-    serial = _sentence_values(d2, idx, classes, store, 2, "auto")
-    monkeypatch.setattr(_attribution, "_PARALLEL_WORK", 0)
-    np.testing.assert_array_equal(_sentence_values(d2, idx, classes, store, 2, "auto"), serial)
+    serial = sentence_values(d2, idx, classes, store, 2, "auto")
+    monkeypatch.setattr(_token_game, "_PARALLEL_WORK", 0)
+    np.testing.assert_array_equal(sentence_values(d2, idx, classes, store, 2, "auto"), serial)

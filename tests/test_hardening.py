@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenshapley_rag import DuplicateSourceIdError, Source
-from tokenshapley_rag._attribution import coerce_sources
+from tokenshapley_rag._sources import coerce_sources
 from tokenshapley_rag._segment import find_keywords, split_sentences
 from tokenshapley_rag._support import keyword_facts, sentence_facts
 from tokenshapley_rag._text import check_text, decode_utf8

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tokenshapley_rag import AttributionResult, KeywordCitation, SourceAttribution
-from tokenshapley_rag._attribution import TokenScores
+from tokenshapley_rag._result import TokenScores
 from tokenshapley_rag._segment import find_keywords, number_value
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,

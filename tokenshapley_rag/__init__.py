@@ -38,8 +38,10 @@ from tokenshapley_rag.errors import (
 )
 
 if TYPE_CHECKING:
-    from tokenshapley_rag._attribution import AttributionResult, TokenScores, TokenShapley, context_scores, context_weights
+    from tokenshapley_rag._attribution import TokenShapley
+    from tokenshapley_rag._context_game import context_scores, context_weights
     from tokenshapley_rag._generate import generate_chat, stream_chat
+    from tokenshapley_rag._result import AttributionResult, TokenScores
     from tokenshapley_rag._stream import AttributionStream
     from tokenshapley_rag.shapley import knn_shapley, knn_shapley_batch
 
@@ -47,11 +49,11 @@ __version__ = "0.1.0"
 
 # Names whose modules import torch or numba: loaded on first access (PEP 562).
 _LAZY = {
-    "AttributionResult": "tokenshapley_rag._attribution",
-    "TokenScores": "tokenshapley_rag._attribution",
+    "AttributionResult": "tokenshapley_rag._result",
+    "TokenScores": "tokenshapley_rag._result",
     "TokenShapley": "tokenshapley_rag._attribution",
-    "context_scores": "tokenshapley_rag._attribution",
-    "context_weights": "tokenshapley_rag._attribution",
+    "context_scores": "tokenshapley_rag._context_game",
+    "context_weights": "tokenshapley_rag._context_game",
     "AttributionStream": "tokenshapley_rag._stream",
     "generate_chat": "tokenshapley_rag._generate",
     "stream_chat": "tokenshapley_rag._generate",

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tokenshapley_rag._attribution import AttributionResult
+    from tokenshapley_rag._result import AttributionResult
     from tokenshapley_rag._types import SourceAttribution
 
 __all__ = ["render_markdown", "render_html", "footnote_numbers", "source_label"]

@@ -18,11 +18,13 @@ from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._limits import check_cancel_event, checkpoint
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._text import check_text
+from tokenshapley_rag._token_game import TokenValues
 from tokenshapley_rag._types import SentenceCitations
 from tokenshapley_rag.errors import EmptyTextError, StreamStateError
 
 if TYPE_CHECKING:
-    from tokenshapley_rag._attribution import AttributionResult, TokenShapley
+    from tokenshapley_rag._attribution import TokenShapley
+    from tokenshapley_rag._result import AttributionResult
 
 __all__ = ["AttributionStream"]
 
@@ -61,12 +63,13 @@ class AttributionStream:
     def __init__(self, ts: TokenShapley, query: str, sources: Sequence[Any], *, cancel: Any = None) -> None:
         check_text(query, "query")
         self._cancel = check_cancel_event(cancel)
-        self._ts = ts
+        # The same pipeline steps as TokenShapley.attribute, run sentence by sentence.
+        self._pipeline, self._encoder, self._config = ts.pipeline, ts.encoder, ts.config
         self.query = query
         self.sources = ts.check_context(sources)
         checkpoint(cancel, "starting")
-        self._store = ts._datastore_for(self.sources, cancel)
-        self._encoding = ts.encoder.response_encoding(query)
+        self._store = self._pipeline.datastore_for(self.sources, cancel=cancel)
+        self._encoding = self._encoder.response_encoding(query)
         self._text = ""
         self._n_sentences = 0  # sentences returned so far
         n_sent = len(self._store.sentences)
@@ -121,10 +124,10 @@ class AttributionStream:
             if not text.strip():
                 raise EmptyTextError("the streamed answer is empty or only whitespace: there is nothing to attribute")
             checkpoint(self._cancel, "finishing the stream")
-            tok = self._ts.encoder.tokenize(text)
+            tok = self._encoder.tokenize(text)
             states = self._encoding.states(tok.ids)
             checkpoint(self._cancel, "scoring the answer")
-            self._result = self._ts._result(self.query, text, self.sources, self._store, tok, states)
+            self._result = self._pipeline.attribute(self.query, text, self.sources, self._store, tok, states, self._config)
             spans = split_sentences(text)
             out = [self._sentence(i, spans[i], self._result) for i in range(self._n_sentences, len(spans))]
             self._n_sentences = len(spans)
@@ -135,7 +138,7 @@ class AttributionStream:
     def _cite(self, complete: list[tuple[int, int]]) -> list[SentenceCitations]:
         text = self._text
         end = complete[-1][1]
-        tok = self._ts.encoder.tokenize(text)
+        tok = self._encoder.tokenize(text)
         # Tokens that end inside the completed sentences; later text cannot change them
         # (it starts after whitespace or punctuation), and if it ever did, the encoding
         # notices and starts over (ResponseEncoding.states).
@@ -150,13 +153,13 @@ class AttributionStream:
         self._scored_ids = ids.copy()
         if n > done:
             new = TokenizedText(ids[done:], offsets[done:])
-            scores, carries, classes = self._ts._token_sentence_scores(self._store, text[:end], new, states[done:])
+            scores, carries, classes = self._pipeline.score_tokens(self._store, text[:end], new, states[done:])
             self._scores = np.concatenate([self._scores, scores])
             self._carries = np.concatenate([self._carries, carries])
             self._classes = np.concatenate([self._classes, classes])
-        partial = self._ts._assemble(
-            self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets), self._scores, self._carries,
-            self._classes,
+        partial = self._pipeline.assemble_citations(
+            self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets),
+            TokenValues(self._scores, self._carries, self._classes), self._config,
         )
         out = [self._sentence(i, complete[i], partial) for i in range(self._n_sentences, len(complete))]
         self._n_sentences = len(complete)

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag._attribution import AttributionResult, TokenShapley
+from tokenshapley_rag._attribution import TokenShapley
+from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
 from tokenshapley_rag.benchmark._data import AttributionExample

@@ -1,0 +1,422 @@
+"""Citation assembly: from the token game's values to each keyword's status, its cited
+sources and its answer sentence's verdict (docs/method.md §5-§8). Pure functions of their
+arguments; the statuses follow the match rule on facts of ``_support``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tokenshapley_rag._context_game import context_weight_rows, span_games
+from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._encoder import TokenizedText
+from tokenshapley_rag._result import AttributionResult, TokenScores
+from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
+from tokenshapley_rag._sources import document_index
+from tokenshapley_rag._support import (
+    PREDICATE_AGREEMENT,
+    PREDICATE_TOLERANCE,
+    VALUE_KINDS,
+    SentenceFacts,
+    holding_mask,
+    is_name,
+    keyword_facts,
+    keyword_status,
+    locate_keyword,
+    sentence_facts,
+    sentence_verdict,
+)
+from tokenshapley_rag._text_search import SentenceTexts, span_words
+from tokenshapley_rag._token_game import TokenValues
+from tokenshapley_rag._types import (
+    KeywordCitation,
+    SentenceScore,
+    SentenceVerdict,
+    Source,
+    SourceAttribution,
+    display_name,
+    page_of,
+)
+
+__all__ = [
+    "assemble_citations",
+    "assign_sentences",
+    "assign_tokens",
+    "fallback_citation",
+    "keyword_statuses",
+    "rank_sources",
+    "sentence_verdicts",
+    "source_attribution",
+]
+
+
+def assemble_citations(
+    query: str,
+    response: str,
+    sources: list[Source],
+    store: Datastore,
+    answer_tokens: TokenizedText,
+    values: TokenValues,
+    facts: Sequence[SentenceFacts],
+    *,
+    verbatim: bool,
+    context_weight: float,
+    context_scale: float,
+    support_threshold: float | None,
+    config: Mapping[str, Any],
+) -> AttributionResult:
+    """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
+    ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
+    cited sources, each answer sentence's verdict, and the scores summed per sentence and
+    source. ``facts``: :func:`sentence_facts` of each datastore sentence. The parameters
+    are :class:`TokenShapley`'s; ``config`` is recorded in the result."""
+    scores, carries, classes = values
+    keywords = find_keywords(response)
+    token_kw = assign_tokens(answer_tokens.offsets, keywords)
+    answer_spans = split_sentences(response)
+    answer_sentence = assign_sentences(answer_tokens.offsets, answer_spans)
+    n_sent = len(store.sentences)
+    sentence_source = np.array([r.source_index for r in store.sentences], dtype=np.int64)
+    # Each keyword's tokens: token_kw grouped by keyword (ascending token order within).
+    by_kw = np.argsort(token_kw, kind="stable")
+    bounds = np.searchsorted(token_kw[by_kw], np.arange(len(keywords) + 1))
+    cited = [
+        (kw, by_kw[bounds[ki] : bounds[ki + 1]])
+        for ki, kw in enumerate(keywords)
+        if kw.citable and bounds[ki + 1] > bounds[ki]
+    ]
+    # Support is checked per document: chunks cut from one document back each other.
+    source_document = np.asarray(document_index(sources), dtype=np.int64)
+    sentence_document = source_document[sentence_source]
+    retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
+    cited = [(Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)]
+    kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
+    held = (
+        np.array([holding_mask(kf, facts, sentence_document) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
+    )
+    # Ranked by each keyword's game in its answer context; support is judged on the
+    # keyword's own tokens only, so context cannot make an invented keyword supported.
+    word_for_word = sentence_texts = None
+    if verbatim and n_sent and cited:
+        sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
+        word_for_word = store.sentences_with_sequences([classes[members] for _, members in cited])
+        word_for_word |= sentence_texts.holding_many([kw.text for kw, _ in cited])
+        for r, (kw, _) in enumerate(cited):
+            # A number, date or name plays among the sentences holding its value: the
+            # verbatim holders among them when any, else all of them.
+            if kw.kind in VALUE_KINDS and held[r].any():
+                both = word_for_word[r] & held[r]
+                word_for_word[r] = both if both.any() else held[r]
+    per_sentence, own, holds = span_games(
+        scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
+        context_weight, context_scale, word_for_word,
+        None if word_for_word is None else [
+            None if found else span_words(response, answer_tokens.offsets, kw.start, kw.end)
+            for found, (kw, _) in zip(word_for_word.any(axis=1).tolist(), cited)
+        ],
+    )
+    # The predicate game stays inside the keyword's clause: a semicolon joins two claims
+    # that may come from two sources ("X is 330 metres tall; Big Ben dates from 1859").
+    clause_starts = [i + 1 for i, ch in enumerate(response) if ch == ";"]
+    answer_clause = answer_sentence * (len(clause_starts) + 1) + np.searchsorted(
+        np.asarray(clause_starts, dtype=np.int64), answer_tokens.offsets[:, 0], side="right"
+    ) if clause_starts else answer_sentence
+    statuses, allowed, rivals = keyword_statuses(
+        cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
+        int(source_document.max()) + 1, retyped, answer_clause, context_scale,
+    )
+    # A keyword is ranked among the sources it may be cited by (a source's score sums
+    # all its sentences, as in span_scores), quoted by a sentence that holds it.
+    citable = np.zeros((len(cited), len(sources)), dtype=bool)
+    rows, cols = np.nonzero(allowed)
+    citable[rows, sentence_source[cols]] = True
+    ranked = rank_sources(
+        sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
+        holds & allowed, [kw for kw, _ in cited],
+    )
+    citations: list[KeywordCitation] = []
+    for r, (kw, members) in enumerate(cited):
+        status = statuses[r]
+        support = float(own[r][allowed[r]].max()) / len(members) if allowed[r].any() else 0.0
+        if status == "supported" and support_threshold is not None and support <= support_threshold:
+            status = "unsupported"
+        cited_by: tuple[SourceAttribution, ...] = ()
+        if status == "supported":
+            cited_by = ranked[r] or fallback_citation(sources, store.sentences, own[r], allowed[r], kw)
+        conflict = (
+            source_attribution(sources, store.sentences[rivals[r]], 0.0) if rivals[r] >= 0 else None
+        )
+        citations.append(
+            KeywordCitation(
+                text=kw.text,
+                start=kw.start,
+                end=kw.end,
+                sources=cited_by,
+                supported=status == "supported",
+                support=support,
+                status=status,
+                kind=kw.kind,
+                conflict=conflict,
+            )
+        )
+    verdicts = sentence_verdicts(response, answer_spans, citations)
+    totals = scores.sum(axis=0) if n_sent else np.zeros(0)
+    keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
+    source_scores = {s.id: 0.0 for s in sources}
+    sentence_scores = []
+    for rec, total, keyword_total in zip(store.sentences, totals.tolist(), keyword_totals.tolist()):
+        sid = sources[rec.source_index].id
+        source_scores[sid] += total
+        sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, total, keyword_total))
+    token_scores = TokenScores(
+        texts=[response[a:b] for a, b in answer_tokens.offsets.tolist()],
+        offsets=answer_tokens.offsets.copy(),
+        scores=scores,
+        keyword=token_kw,
+        answer_sentence=answer_sentence,
+        carries=carries,
+        sentence_source=sentence_source,
+        classes=classes,
+        context_classes=store.token_class,
+        context_sentence=store.sentence_of,
+    )
+    result = AttributionResult(
+        query=query,
+        response=response,
+        sources=sources,
+        citations=citations,
+        source_scores=source_scores,
+        sentence_scores=sentence_scores,
+        tokens=token_scores,
+        config=dict(config),
+        sentences=verdicts,
+    )
+    if sentence_texts is not None:
+        result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
+    return result
+
+
+def keyword_statuses(
+    cited: list[tuple[Keyword, np.ndarray]],
+    kfacts: list[Any],
+    held: np.ndarray,
+    scores: np.ndarray,
+    answer_sentence: np.ndarray,
+    answer_spans: list[tuple[int, int]],
+    response: str,
+    sentence_document: np.ndarray,
+    facts: list[SentenceFacts],
+    n_documents: int,
+    retyped: Collection[int] = (),
+    answer_clause: np.ndarray | None = None,
+    context_scale: float = 16.0,
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """Each keyword's status, the sentences it may be cited by, and its conflicting
+    sentence (-1: none): :func:`keyword_status` with the predicate game's values.
+    ``retyped``: the keywords that open their sentence and are names only because a
+    source spells them as one (no context agreement check for them). ``answer_clause``:
+    each answer token's clause (sentences cut at semicolons; default: its sentence), the
+    span of the predicate game. ``sentence_document``: each sentence's document (chunks
+    of one document are one source here: the anchor and the holding sources are
+    documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`)."""
+    n_kw, n_sent = held.shape
+    if n_kw == 0:
+        return [], held.copy(), []
+    if n_sent == 0:
+        return ["unsupported"] * n_kw, held.copy(), [-1] * n_kw
+    # The predicate game: the context game of each keyword's answer sentence over the
+    # tokens of no number, date or name keyword (what is said of the subject), whose
+    # exact Shapley values are `weights @ scores` (linearity).
+    clause = answer_sentence if answer_clause is None else answer_clause
+    weights = context_weight_rows(clause, [m for _, m in cited], 1.0, context_scale)
+    value_tokens = np.concatenate(
+        [m for kw, m in cited if kw.kind in VALUE_KINDS] or [np.zeros(0, dtype=np.int64)]
+    )
+    weights[:, value_tokens] = 0.0
+    for r, (_, members) in enumerate(cited):
+        weights[r, members] = 0.0
+    predicate = weights @ scores
+    # The claim's anchor: the sources that hold the most of the answer sentence's other
+    # numbers, dates and names, its subject (first name) counting twice.
+    kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
+    subject: dict[int, int] = {}
+    for r, (kw, _) in enumerate(cited):
+        if kw.kind == "name":
+            subject.setdefault(kw_sentence[r], r)
+    held_by_source = np.zeros((n_kw, n_documents), dtype=bool)
+    rows, cols = np.nonzero(held)
+    held_by_source[rows, sentence_document[cols]] = True
+    answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
+    statuses: list[str] = []
+    allowed = np.zeros_like(held)
+    rivals: list[int] = []
+    # Items of one list ("A, B and C") are alternatives an answer may take from
+    # different sources: they are not each other's anchor.
+    group = list(range(n_kw))
+    for r in range(1, n_kw):
+        a, b = cited[r - 1][0], cited[r][0]
+        if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
+            group[r] = group[r - 1]
+    for r in range(n_kw):
+        others = [
+            o for o in range(n_kw)
+            if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
+            and held_by_source[o].any()
+        ]
+        subject_sources = None
+        the_subject = subject.get(kw_sentence[r])
+        if the_subject is not None and the_subject != r and held_by_source[the_subject].any():
+            subject_sources = held_by_source[the_subject]  # a value is checked against the subject
+        elif the_subject == r and others:
+            # The subject is checked against the sources holding the most of the rest.
+            agreement = held_by_source[others].sum(axis=0)
+            subject_sources = agreement == agreement.max()
+        status, ok, rival = keyword_status(
+            kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
+            answer_facts.get(kw_sentence[r]) or sentence_facts(""),
+            1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
+            None if r in retyped else PREDICATE_AGREEMENT,
+            float(weights[r].sum()),
+        )
+        statuses.append(status)
+        allowed[r] = ok
+        rivals.append(rival)
+    return statuses, allowed, rivals
+
+
+LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)
+
+
+def fallback_citation(
+    sources: list[Source], records: list[SentenceRecord], own: np.ndarray, allowed: np.ndarray, keyword: Keyword
+) -> tuple[SourceAttribution, ...]:
+    """A supported keyword whose game gives no source a positive score is cited by the
+    holding sentence with the best own score (it holds the keyword's value)."""
+    j = int(np.flatnonzero(allowed)[np.argmax(own[allowed])])
+    return (source_attribution(sources, records[j], float(own[j]), keyword),)
+
+
+def sentence_verdicts(
+    response: str, spans: list[tuple[int, int]], citations: list[KeywordCitation]
+) -> list[SentenceVerdict]:
+    """Each answer sentence's verdict from its keywords (:func:`sentence_verdict`) and its
+    score: the mean over its keywords of 0.5 + 0.5 * clip(support, 0, 1) when supported,
+    0 when unsupported and -1 when contradicted (1.0 for a sentence with no keyword)."""
+    out = []
+    for i, (a, b) in enumerate(spans):
+        inside = [c for c in citations if a <= c.start < b]
+        values = [
+            0.5 + 0.5 * min(max(c.support, 0.0), 1.0) if c.status == "supported" else (-1.0 if c.status == "contradicted" else 0.0)
+            for c in inside
+        ]
+        out.append(
+            SentenceVerdict(
+                index=i,
+                start=a,
+                end=b,
+                text=response[a:b],
+                verdict=sentence_verdict([c.status for c in inside]),
+                score=float(np.mean(values)) if values else 1.0,
+                n_keywords=len(inside),
+            )
+        )
+    return out
+
+
+def rank_sources(
+    sources: list[Source],
+    records: list[SentenceRecord],
+    sentence_source: np.ndarray,
+    per_sentence: np.ndarray,
+    holds: np.ndarray,
+    keywords: Sequence[Keyword] | None = None,
+) -> list[tuple[SourceAttribution, ...]]:
+    """Each keyword's sources, best first (one row of ``per_sentence`` and ``holds`` per
+    keyword): each candidate source scores the sum of its sentences' values (what
+    :meth:`AttributionResult.span_scores` gives it) and is listed when that is positive,
+    with the sentence it is cited by: its best-scoring sentence among those that hold the
+    keyword (``holds``), so the quoted sentence contains the keyword whenever the source
+    does; its best sentence otherwise."""
+    n_kw, n_sent = per_sentence.shape
+    if n_sent == 0:
+        return [()] * n_kw
+    # Columns grouped by source (stable: each source's sentences in their order), so that
+    # every per-source sum, any and argmax is one reduction over runs of columns.
+    by_source = np.argsort(sentence_source, kind="stable")
+    src_sorted = sentence_source[by_source]
+    new_run = np.ones(n_sent, dtype=bool)
+    new_run[1:] = src_sorted[1:] != src_sorted[:-1]
+    first = np.flatnonzero(new_run)
+    present = src_sorted[first]  # sources that have sentences
+    run = np.cumsum(new_run) - 1  # each sorted column's run
+    values = per_sentence[:, by_source]
+    ok = np.isfinite(values)
+    totals = np.zeros((n_kw, len(sources)))  # a source that is no candidate stays at 0: never listed
+    totals[:, present] = np.add.reduceat(np.where(ok, values, 0.0), first, axis=1)
+    held = holds[:, by_source] & ok
+    pool = np.where(np.logical_or.reduceat(held, first, axis=1)[:, run], held, ok)
+    # Each run's best column, the first of equals (np.argmax's rule): the lowest position
+    # holding the run's maximum.
+    key = np.where(pool, values, -np.inf)
+    best = key == np.maximum.reduceat(key, first, axis=1)[:, run]
+    position = np.where(best, np.arange(n_sent)[None, :], n_sent)
+    cited_by = np.zeros((n_kw, len(sources)), dtype=np.int64)
+    cited_by[:, present] = by_source[np.minimum.reduceat(position, first, axis=1)]
+    # Best first (ties: source order); the positive totals lead each row of that order.
+    order = np.argsort(-totals, axis=1, kind="stable").tolist()
+    n_listed = (totals > 0).sum(axis=1).tolist()
+    totals_of, cited_of = totals.tolist(), cited_by.tolist()
+    return [
+        tuple(
+            source_attribution(sources, records[cited_of[r][src]], totals_of[r][src], keywords[r] if keywords else None)
+            for src in order[r][: n_listed[r]]
+        )
+        for r in range(n_kw)
+    ]
+
+
+def source_attribution(
+    sources: list[Source], rec: SentenceRecord, score: float, keyword: Keyword | None = None
+) -> SourceAttribution:
+    """The citation of one source sentence, named for a reader, with the keyword's own
+    range in the source text when the sentence holds it."""
+    src = sources[rec.source_index]
+    at = locate_keyword(keyword.text, keyword.kind, rec.text) if keyword is not None else None
+    return SourceAttribution(
+        source_id=src.id,
+        score=score,
+        sentence=rec.text,
+        sentence_start=rec.start,
+        sentence_end=rec.end,
+        sentence_index=rec.sentence_index,
+        display_name=display_name(src.id, src.metadata),
+        page=page_of(src.metadata),
+        keyword_start=None if at is None else rec.start + at[0],
+        keyword_end=None if at is None else rec.start + at[1],
+    )
+
+
+def assign_tokens(offsets: np.ndarray, keywords: list[Keyword]) -> np.ndarray:
+    """Index of the keyword each token overlaps most (-1: punctuation or space only)."""
+    out = np.full(len(offsets), -1, dtype=np.int64)
+    if not keywords or not len(offsets):
+        return out
+    starts = np.array([k.start for k in keywords])
+    ends = np.array([k.end for k in keywords])
+    overlap = np.minimum(ends[None, :], offsets[:, 1:2]) - np.maximum(starts[None, :], offsets[:, 0:1])
+    best = np.argmax(overlap, axis=1)
+    ok = (offsets[:, 1] > offsets[:, 0]) & (overlap[np.arange(len(offsets)), best] > 0)
+    out[ok] = best[ok]
+    return out
+
+
+def assign_sentences(offsets: np.ndarray, sentences: list[tuple[int, int]]) -> np.ndarray:
+    """Index of the answer sentence each token belongs to: the last sentence starting at
+    or before the token's last character (a token's leading space can precede its
+    sentence's start)."""
+    starts = np.array([a for a, _ in sentences] or [0])
+    last_char = np.maximum(offsets[:, 1] - 1, offsets[:, 0])
+    return np.maximum(np.searchsorted(starts, last_char, side="right") - 1, 0).astype(np.int64)

@@ -1,0 +1,159 @@
+"""Indexing the sources: their sentences, encoded (or loaded from the sentence cache) into a
+:class:`~tokenshapley_rag._datastore.Datastore` of keys with their match classes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
+from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
+from tokenshapley_rag._limits import checkpoint
+from tokenshapley_rag._memo import LRUMemo
+from tokenshapley_rag._segment import split_sentences
+from tokenshapley_rag._token_game import TokenClasses
+from tokenshapley_rag._types import Source
+
+__all__ = ["DatastoreBuilder"]
+
+# Datastores of the last few source lists kept per builder (see DatastoreBuilder.datastore_for):
+# at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
+DATASTORE_MEMO_ITEMS = 4
+DATASTORE_MEMO_TOKENS = 65_536
+
+
+class DatastoreBuilder:
+    """Builds the datastore of a list of sources with one encoder.
+
+    Sentences longer than ``max_sentence_tokens`` are cut into consecutive pieces that fit,
+    and each piece then acts as a sentence. ``piece_classes``: keep each entry's piece class
+    too (``match="word_or_token"``). Remembers, for the last few thousand texts (the cache's
+    ``memory_items``), each source's sentence split and each sentence's classes, and the
+    datastores of the last few source lists (:meth:`datastore_for`).
+    """
+
+    def __init__(
+        self, encoder: CausalLMEncoder, cache: SentenceCache, classes: TokenClasses, *, max_sentence_tokens: int,
+        piece_classes: bool,
+    ) -> None:
+        self.encoder, self.cache, self.classes = encoder, cache, classes
+        self.max_sentence_tokens, self.piece_classes = max_sentence_tokens, piece_classes
+        self._splits_of_source = LRUMemo(cache.memory_items)  # source text -> sentence spans
+        self._classes_of_sentence = LRUMemo(cache.memory_items)  # text -> (classes, pieces)
+        self._datastores = LRUMemo(DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
+
+    def forget(self) -> None:
+        """Empty the memos (the sentence cache is kept)."""
+        for memo in (self._splits_of_source, self._classes_of_sentence, self._datastores):
+            memo.clear()
+
+    def sentences(
+        self, sources: list[Source]
+    ) -> tuple[list[SentenceRecord], list[CachedSentence | None], list[TokenizedText | None]]:
+        """Sentences of every source, each with its cache entry (None on a miss) and, for a
+        miss, its tokenization (None for a piece, tokenized on its own when encoded).
+
+        A sentence found in the cache is not tokenized again (the entry holds its tokens).
+        """
+        records: list[SentenceRecord] = []
+        entries: list[CachedSentence | None] = []
+        tokens: list[TokenizedText | None] = []
+        limit = self.max_sentence_tokens
+        key = self.encoder.cache_key
+        for si, src in enumerate(sources):
+            index = 0
+            for start, end in self.split(src.text):
+                text = src.text[start:end]
+                entry = self.cache.get(key, text)
+                # The disk cache may be shared with an instance that cuts at a higher limit.
+                if entry is not None and len(entry.ids) <= limit:
+                    records.append(SentenceRecord(si, index, start, end, text))
+                    entries.append(entry)
+                    tokens.append(None)
+                    index += 1
+                    continue
+                tok = self.encoder.tokenize(text)
+                if len(tok.ids) <= limit:
+                    records.append(SentenceRecord(si, index, start, end, text))
+                    entries.append(None)
+                    tokens.append(tok)
+                    index += 1
+                    continue
+                for a in range(0, len(tok.ids), limit):
+                    b = min(a + limit, len(tok.ids))
+                    ps, pe = int(tok.offsets[a, 0]), int(tok.offsets[b - 1, 1])
+                    records.append(SentenceRecord(si, index, start + ps, start + pe, text[ps:pe]))
+                    entries.append(self.cache.get(key, text[ps:pe]))
+                    tokens.append(None)
+                    index += 1
+        return records, entries, tokens
+
+    def build(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
+        """Encode (or load from cache) the keys of every sentence of ``sources``; with
+        ``progress``, a progress bar of the tokens to encode on stderr. ``cancel`` is
+        checked after each forward pass of the encoder."""
+        records, entries, sentence_tokens = self.sentences(sources)
+        key = self.encoder.cache_key
+        missing = [i for i, e in enumerate(entries) if e is None]
+        if missing:
+            toks = [sentence_tokens[i] or self.encoder.tokenize(records[i].text) for i in missing]
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=sum(len(t.ids) for t in toks), desc="encoding sources", unit="tok", leave=False)
+
+            def on_tokens(n: int) -> None:
+                if bar is not None:
+                    bar.update(n)
+                checkpoint(cancel, "encoding the sources")
+
+            try:
+                checkpoint(cancel, "encoding the sources")
+                states = self.encoder.encode_before([t.ids for t in toks], on_tokens)
+            finally:
+                if bar is not None:
+                    bar.close()
+            for i, tok, st in zip(missing, toks, states):
+                entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st))
+                self.cache.put(key, records[i].text, entry)
+                entries[i] = entry
+        done = [e for e in entries if e is not None]
+        classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
+        pieces = [p for _, p in classes] if self.piece_classes else None
+        return Datastore(records, done, [c for c, _ in classes], pieces)
+
+    def datastore_for(self, sources: list[Source], *, cancel: Any = None) -> Datastore:
+        """:meth:`build`, remembered for the last few source lists: the same retrieved
+        chunks attributed again (another answer, a stream, a retry) skip the rebuild from
+        the sentence cache, which at 16k context tokens costs more than the answer's
+        encoder pass (docs/reports/performance.md). Datastores above
+        ``DATASTORE_MEMO_TOKENS`` entries are not kept (memory)."""
+        key = tuple(s.text for s in sources)
+        store = self._datastores.get(key)
+        if store is None:
+            store = self.build(sources, cancel=cancel)
+            if store.size <= DATASTORE_MEMO_TOKENS:
+                self._datastores.put(key, store)
+        return store
+
+    def split(self, text: str) -> list[tuple[int, int]]:
+        """:func:`split_sentences` of a source, remembered per text (retrieved chunks
+        recur; splitting them was a third of a warm build)."""
+        spans = self._splits_of_source.get(text)
+        if spans is None:
+            spans = split_sentences(text)
+            self._splits_of_source.put(text, spans)
+        return spans
+
+    def sentence_classes(self, text: str, entry: CachedSentence) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`TokenClasses.of` a source sentence, remembered per text (a warm
+        datastore would otherwise spend most of its build time here)."""
+        classes = self._classes_of_sentence.get(text)
+        if classes is None:
+            classes = self.classes.of(entry.ids, text, entry.offsets)
+            for array in classes:
+                array.setflags(write=False)
+            self._classes_of_sentence.put(text, classes)
+        return classes

@@ -1,0 +1,112 @@
+"""The attribution pipeline: the steps that :meth:`TokenShapley.attribute` and
+:class:`AttributionStream` both run, over one encoder and the method's parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tokenshapley_rag._citations import assemble_citations
+from tokenshapley_rag._datastore import Datastore, SentenceCache
+from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
+from tokenshapley_rag._indexing import DatastoreBuilder
+from tokenshapley_rag._memo import LRUMemo
+from tokenshapley_rag._result import AttributionResult
+from tokenshapley_rag._support import SentenceFacts, sentence_facts
+from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
+from tokenshapley_rag._types import Source
+
+__all__ = ["Pipeline"]
+
+
+class Pipeline:
+    """The steps of an attribution, in order:
+
+    1. :meth:`datastore_for` (or :meth:`build_datastore`): the sources' sentences, encoded
+       or loaded from the sentence cache, as a :class:`Datastore`;
+    2. :meth:`score_tokens`: each answer token's game over the datastore (its exact Shapley
+       values summed per source sentence);
+    3. :meth:`assemble_citations`: keyword statuses, cited sources and sentence verdicts,
+       as an :class:`AttributionResult`.
+
+    The answer's encoder states come from the caller: the whole answer at once
+    (:meth:`TokenShapley.attribute`) or sentence by sentence (:class:`AttributionStream`).
+    The parameters are those of :class:`TokenShapley`, which builds its pipeline once.
+    """
+
+    def __init__(
+        self,
+        encoder: CausalLMEncoder,
+        cache: SentenceCache,
+        *,
+        k: int,
+        m: int,
+        gamma: float | str,
+        match: str,
+        candidates: str,
+        context_weight: float,
+        context_scale: float,
+        verbatim: bool,
+        support_threshold: float | None,
+        max_sentence_tokens: int,
+    ) -> None:
+        self.k, self.m, self.gamma, self.match, self.candidates = k, m, gamma, match, candidates
+        self.context_weight, self.context_scale, self.verbatim = context_weight, context_scale, verbatim
+        self.support_threshold = support_threshold
+        self.classes = TokenClasses(encoder.loaded.tokenizer, match)
+        self.builder = DatastoreBuilder(
+            encoder, cache, self.classes, max_sentence_tokens=max_sentence_tokens, piece_classes=match == "word_or_token"
+        )
+        self._facts_of_sentence = LRUMemo(cache.memory_items)  # text -> SentenceFacts
+
+    def build_datastore(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
+        """Step 1, always built (from the sentence cache where it has the sentences)."""
+        return self.builder.build(sources, progress=progress, cancel=cancel)
+
+    def datastore_for(self, sources: list[Source], *, cancel: Any = None) -> Datastore:
+        """Step 1, remembered for the last few source lists (:meth:`DatastoreBuilder.datastore_for`)."""
+        return self.builder.datastore_for(sources, cancel=cancel)
+
+    def score_tokens(self, store: Datastore, response: str, tokens: TokenizedText, states: np.ndarray) -> TokenValues:
+        """Step 2: the token game of the answer tokens ``tokens`` of ``response`` (their
+        encoder ``states``) over ``store``."""
+        classes, piece_classes = self.classes.of(tokens.ids, response, tokens.offsets)
+        return score_tokens(
+            store, states, classes, piece_classes, k=self.k, m=self.m, gamma=self.gamma, match=self.match,
+            candidates=self.candidates,
+        )
+
+    def assemble_citations(
+        self, query: str, response: str, sources: list[Source], store: Datastore, tokens: TokenizedText,
+        values: TokenValues, config: Mapping[str, Any],
+    ) -> AttributionResult:
+        """Step 3: the result of ``response`` from its token game ``values`` (``config`` is
+        recorded in it)."""
+        return assemble_citations(
+            query, response, sources, store, tokens, values, [self.sentence_facts(r.text) for r in store.sentences],
+            verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
+            support_threshold=self.support_threshold, config=config,
+        )
+
+    def attribute(
+        self, query: str, response: str, sources: list[Source], store: Datastore, tokens: TokenizedText,
+        states: np.ndarray, config: Mapping[str, Any],
+    ) -> AttributionResult:
+        """Steps 2 and 3 for a whole answer."""
+        values = self.score_tokens(store, response, tokens, states)
+        return self.assemble_citations(query, response, sources, store, tokens, values, config)
+
+    def sentence_facts(self, text: str) -> SentenceFacts:
+        """:func:`sentence_facts` of a source sentence, remembered per text."""
+        facts = self._facts_of_sentence.get(text)
+        if facts is None:
+            facts = sentence_facts(text)
+            self._facts_of_sentence.put(text, facts)
+        return facts
+
+    def forget(self) -> None:
+        """Empty what the pipeline remembers in memory (the sentence cache is kept)."""
+        self.builder.forget()
+        self._facts_of_sentence.clear()
