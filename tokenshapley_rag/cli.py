@@ -8,9 +8,9 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
+from tokenshapley_rag._cli_options import add_limit_options, int_at_least, limit_options
 from tokenshapley_rag.errors import TokenShapleyError
 
 __all__ = ["main"]
@@ -45,18 +45,6 @@ def _engine(args: argparse.Namespace) -> Any:
     )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
-
-
-def limit_options(args: argparse.Namespace) -> dict[str, int | None]:
-    """``TokenShapley``'s size limits given on the command line (``--max-source-chars``,
-    ``--max-context-chars``; 0 disables one), as keyword arguments; the library's
-    defaults for those not given."""
-    out: dict[str, int | None] = {}
-    for key in ("max_source_chars", "max_context_chars"):
-        value = getattr(args, f"engine_{key}", None)
-        if value is not None:
-            out[key] = value or None
-    return out
 
 
 def _emit(result: Any, fmt: str, out: str | None) -> None:
@@ -200,40 +188,6 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer >= ``minimum``, refused with a message naming the
-    expected and the actual value.
-
-    >>> int_at_least(1)("3")
-    3
-    """
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-        return value
-
-    parse.__name__ = f"integer >= {minimum}"  # argparse names the type in its error
-    return parse
-
-
-def _add_limit_options(p: argparse.ArgumentParser) -> None:
-    from tokenshapley_rag._limits import DEFAULT_MAX_CONTEXT_CHARS, DEFAULT_MAX_SOURCE_CHARS
-
-    p.add_argument(
-        "--max-source-chars", dest="engine_max_source_chars", type=int_at_least(0), default=None, metavar="N",
-        help=f"refuse a source longer than N characters (default {DEFAULT_MAX_SOURCE_CHARS}; 0: no limit)",
-    )
-    p.add_argument(
-        "--max-context-chars", dest="engine_max_context_chars", type=int_at_least(0), default=None, metavar="N",
-        help=f"refuse sources longer than N characters in all (default {DEFAULT_MAX_CONTEXT_CHARS}; 0: no limit)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenshapley", description="Keyword-level citations for RAG answers (TokenShapley).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -246,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default=None, help="write here instead of stdout")
     p.add_argument("--ids-from-names", action="store_true", help="use file names as source ids (default: 0, 1, ...)")
     _add_engine_options(p)
-    _add_limit_options(p)
+    add_limit_options(p)
     p.set_defaults(func=_cmd_attribute)
 
     p = sub.add_parser("demo", help="answer a question over bundled passages with the local model and cite it")
@@ -286,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate-chain", help="run a retrieval chain over questions, attribute every answer, report (local or Ray)")
     add_evaluate_chain_arguments(p)
     _add_engine_options(p)
-    _add_limit_options(p)
+    add_limit_options(p)
     p.set_defaults(func=run_evaluate_chain)
 
     # The chat app's options live here rather than in the "chat" extra, so that without the
@@ -306,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-new-tokens", type=int, default=160, help="longest answer of the local model, in tokens")
     _add_engine_options(p)
-    _add_limit_options(p)
+    add_limit_options(p)
     p.set_defaults(func=_cmd_chat)
     return parser
 

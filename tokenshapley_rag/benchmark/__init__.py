@@ -10,7 +10,8 @@ WiCE, :func:`run_ablation_eval` for CNN/DM, over :func:`sentence_units` and the
 :func:`run_eval`). The protocols are documented in ``docs/evaluation.md``.
 """
 
-from tokenshapley_rag.benchmark._cli import add_eval_arguments, partial_path, run_eval
+from tokenshapley_rag.benchmark._cli import add_eval_arguments, run_eval
+from tokenshapley_rag.benchmark._runner import partial_path
 from tokenshapley_rag.benchmark._data import (
     ATTRIBUTION_DATASETS,
     DATA_ENV_VAR,

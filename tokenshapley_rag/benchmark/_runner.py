@@ -38,7 +38,7 @@ from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 if TYPE_CHECKING:  # _baselines imports _data, which this package imports first
     from tokenshapley_rag.benchmark._baselines import SpanAttributor
 
-__all__ = ["EvalReport", "run_span_eval"]
+__all__ = ["EvalReport", "partial_path", "run_span_eval"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,18 @@ def _score_example(
         "seconds_total": time.perf_counter() - t0,
         "spans": spans,
     }
+
+
+def partial_path(json_out: str | Path) -> Path:
+    """The per-example partial file of a ``--json OUT`` report: ``OUT.partial.jsonl``.
+
+    Examples
+    --------
+    >>> partial_path("out/qs.json").name
+    'qs.json.partial.jsonl'
+    """
+    p = Path(json_out)
+    return p.with_name(p.name + ".partial.jsonl")
 
 
 def _read_partial(path: Path, header: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

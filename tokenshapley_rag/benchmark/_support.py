@@ -1093,7 +1093,7 @@ def wants_support(args: argparse.Namespace) -> bool:
 
 def run_support_cli(args: argparse.Namespace, attributor_factory: Callable[[str, Any], Any]) -> int:
     """``tokenshapley eval --protocol support`` / ``--dataset support``: run, print, write."""
-    from tokenshapley_rag.benchmark._cli import partial_path
+    from tokenshapley_rag.benchmark._runner import partial_path
     from tokenshapley_rag.benchmark._data import load_dataset
 
     ds = args.dataset

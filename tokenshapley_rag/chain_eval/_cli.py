@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from tokenshapley_rag.cli import int_at_least
+from tokenshapley_rag._cli_options import int_at_least
 
 __all__ = ["add_evaluate_chain_arguments", "run_evaluate_chain"]
 
@@ -54,7 +54,7 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
         app_dir = os.path.abspath(args.app_dir)
         if app_dir not in sys.path:
             sys.path.insert(0, app_dir)
-    from tokenshapley_rag.cli import limit_options
+    from tokenshapley_rag._cli_options import limit_options
 
     options = {"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {}
     config = AttributorConfig(

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tokenshapley_rag.chain_eval._report import ChainSummary
 from tokenshapley_rag.chain_eval._rows import QuestionRow
+
+if TYPE_CHECKING:  # the report imports this module to draw its plots, not the other way round
+    from tokenshapley_rag.chain_eval._report import ChainSummary
 
 __all__ = ["supported_share_png", "utilization_png"]
 
