@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from tokenshapley_rag._limits import (
     checkpoint,
 )
 from tokenshapley_rag._models import default_cache_dir, load_causal_lm
+from tokenshapley_rag._params import NONE, Boolean, Interval, Options, validate_params
 from tokenshapley_rag._pipeline import Pipeline
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._sources import coerce_sources
@@ -60,9 +61,12 @@ class TokenShapley:
 
     Parameters
     ----------
-    model : str, path, transformers.PreTrainedModel or None, default=None
-        The encoder: None for the embedded SmolLM2-135M-Instruct, a local path / cached hub
-        name, ``"gemma-3-270m"``, or a loaded causal LM (then pass ``tokenizer``).
+    model : CausalLMEncoder, str, path, transformers.PreTrainedModel or None, default=None
+        The encoder: a built :class:`~tokenshapley_rag._encoder.CausalLMEncoder` (injected
+        as it is: ``tokenizer``, ``layer``, ``device`` and ``dtype`` stay at their defaults;
+        :meth:`from_pretrained` builds one), or what to load: None for the embedded
+        SmolLM2-135M-Instruct, a local path / cached hub name, ``"gemma-3-270m"``, or a
+        loaded causal LM (then pass ``tokenizer``).
     tokenizer : optional
         Tokenizer for a loaded ``model`` (must be a fast tokenizer).
     layer : int, default=8
@@ -154,6 +158,22 @@ class TokenShapley:
     [('Paris', '0')]
     """
 
+    #: The method's parameters and what each may be (checked by :func:`validate_params`
+    #: before anything loads; the size limits by :func:`check_limit`).
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "k": [Interval(int, 1, None)],
+        "m": [Interval(int, 1, None)],
+        "gamma": [Options(("auto",)), Interval(float, 0, None, closed="neither")],
+        "match": [Options(MATCH_MODES)],
+        "candidates": [Options(CANDIDATE_MODES)],
+        "context_weight": [Interval(float, 0, None)],
+        "context_scale": [Interval(float, 0, None, closed="neither")],  # a distance in tokens
+        "verbatim": [Boolean()],
+        "support_threshold": [NONE, Interval(float, None, None)],
+        "use_disk_cache": [Boolean()],
+        "max_sentence_tokens": [NONE, Interval(int, 1, None)],
+    }
+
     def __init__(
         self,
         model: Any = None,
@@ -177,43 +197,32 @@ class TokenShapley:
         max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
         max_context_chars: int | None = DEFAULT_MAX_CONTEXT_CHARS,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise InvalidInputError(f"m must be an integer >= 1, got {m!r}")
-        if not (gamma == "auto" or (isinstance(gamma, (int, float)) and gamma > 0 and np.isfinite(gamma))):
-            raise InvalidInputError(f"gamma must be 'auto' or a positive finite number, got {gamma!r}")
-        if match not in MATCH_MODES:
-            raise InvalidInputError(f"match must be one of {MATCH_MODES}, got {match!r}")
-        if candidates not in CANDIDATE_MODES:
-            raise InvalidInputError(f"candidates must be one of {CANDIDATE_MODES}, got {candidates!r}")
-        for name, value in (("context_weight", context_weight), ("context_scale", context_scale)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                raise InvalidInputError(f"{name} must be a finite number >= 0, got {value!r}")
-        if context_scale == 0:
-            raise InvalidInputError("context_scale must be > 0 (it is a distance in tokens)")
-        self.context_weight, self.context_scale = float(context_weight), float(context_scale)
-        if not isinstance(verbatim, bool):
-            raise InvalidInputTypeError(f"verbatim must be a bool, got {type(verbatim).__name__}")
-        self.verbatim = verbatim
+        validate_params(self._parameter_constraints, {
+            "k": k, "m": m, "gamma": gamma, "match": match, "candidates": candidates,
+            "context_weight": context_weight, "context_scale": context_scale, "verbatim": verbatim,
+            "support_threshold": support_threshold, "use_disk_cache": use_disk_cache,
+            "max_sentence_tokens": max_sentence_tokens,
+        })
         self.k, self.m, self.gamma = k, m, gamma
-        self.match, self.candidates = match, candidates
-        if support_threshold is not None and (
-            isinstance(support_threshold, bool)
-            or not isinstance(support_threshold, (int, float))
-            or not np.isfinite(support_threshold)
-        ):
-            raise InvalidInputError(f"support_threshold must be a finite number or None, got {support_threshold!r}")
+        self.match, self.candidates, self.verbatim = match, candidates, verbatim
+        self.context_weight, self.context_scale = float(context_weight), float(context_scale)
         self.support_threshold = None if support_threshold is None else float(support_threshold)
-        if max_sentence_tokens is not None and (
-            isinstance(max_sentence_tokens, bool) or not isinstance(max_sentence_tokens, int) or max_sentence_tokens < 1
-        ):
-            raise InvalidInputError(f"max_sentence_tokens must be a positive integer or None, got {max_sentence_tokens!r}")
         self.max_source_chars = check_limit(max_source_chars, "max_source_chars")
         self.max_context_chars = check_limit(max_context_chars, "max_context_chars")
         cache_root = default_cache_dir() if cache_dir is None else cache_dir
-        self.loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
-        self.encoder = CausalLMEncoder(self.loaded, layer)
+        if isinstance(model, CausalLMEncoder):
+            given = {"tokenizer": tokenizer is not None, "layer": layer != DEFAULT_LAYER, "device": device != "cpu",
+                     "dtype": dtype != "float32"}
+            if any(given.values()):
+                raise InvalidInputError(
+                    f"model is a built encoder (its model, layer {model.layer}, device and dtype are set); "
+                    f"got {[name for name, set_ in given.items() if set_]} too: pass them to from_pretrained() instead"
+                )
+            self.encoder = model
+        else:
+            loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
+            self.encoder = CausalLMEncoder(loaded, layer)
+        self.loaded = self.encoder.loaded
         # The model's dtype, read once (``model.dtype`` walks the parameters on every call).
         self._dtype_name = str(self.loaded.model.dtype).removeprefix("torch.")
         self.cache = SentenceCache(
@@ -280,7 +289,10 @@ class TokenShapley:
                 f"from_pretrained() got unexpected keyword(s) {unknown}; expected loading options "
                 f"(layer, device, dtype, cache_dir) or method parameters {method}"
             )
-        return cls(model, tokenizer, layer=layer, device=device, dtype=dtype, cache_dir=cache_dir, **params)
+        validate_params(cls._parameter_constraints, params)  # before the model loads
+        cache_root = default_cache_dir() if cache_dir is None else cache_dir
+        loaded = load_causal_lm(model, tokenizer, cache_dir=cache_root, device=device, dtype=_torch_dtype(dtype))
+        return cls(CausalLMEncoder(loaded, layer), cache_dir=cache_dir, **params)
 
     # ------------------------------------------------------------------ configuration
 
