@@ -9,7 +9,7 @@ What it measures, all in one process (except memory), interleaved per repeat so 
 ratios compare calls made under the same machine load:
 
 * **Per answer** (QuoteSum dev by default, ``--dataset nq`` also works): the steps of
-  :meth:`TokenShapley.attribute` timed by probes on the library's own calls (datastore
+  :meth:`TokenShapley.attribute` timed by the library's own step marks (datastore
   build with a cold sentence cache (fresh folder, class memo cleared), with a warm
   in-memory cache and with a warm on-disk cache (LRU and class memo cleared), answer
   encoding, neighbour search, Shapley, aggregation, rendering); next to (a) one forward
@@ -72,6 +72,8 @@ os.environ.setdefault("TQDM_DISABLE", "1")  # the context-cite package wraps its
 
 import numpy as np
 
+from tokenshapley_rag._timing import record_steps, step  # no torch: the timing marks only
+
 ROOT = Path(__file__).resolve().parents[1]
 TMP_ROOT = Path(tempfile.gettempdir()) / "tokenshapley-attribution-bench"
 
@@ -80,12 +82,14 @@ WARM_TARGET = 1.1  # warm attribution / one encoder pass over query + answer
 COLD_TARGET = 1.2  # cold attribution / one LM forward over query + sources + answer
 CC_SPEEDUP_TARGET = 10.0  # ContextCite beta=64 time / TokenShapley time
 
-# Steps of one attribution as the probes name them. Datastore build (prefix cold_/warm_/disk_):
-DATASTORE_STEPS = ("segment", "lookup", "tokenize", "encode", "store", "classes", "index")
+# Steps of one attribution, as the library marks them (tokenshapley_rag._timing.STEPS) and
+# as this benchmark's tables name them. Datastore build (prefix cold_/warm_/disk_):
+DATASTORE_STEP_NAMES = {"segment": "segment", "encode_context": "encode", "store_keys": "store",
+                        "sentence_classes": "classes", "index": "index"}
+DATASTORE_STEPS = tuple(DATASTORE_STEP_NAMES.values())
 # Answer side: tokenize + encode_response, then pipeline.attribute = score_tokens + assemble_citations.
-# Groups (exclusive seconds) computed from the inclusive probe times in totals().
-DATASTORE_LABELS = {"segment": "sentence split (rest of DatastoreBuilder.sentences)", "lookup": "cache lookups (SentenceCache.get)",
-                    "tokenize": "tokenize cache misses", "encode": "sentence encoding (encode_before, packed)",
+DATASTORE_LABELS = {"segment": "sentence split, cache lookups, tokenizing cache misses (DatastoreBuilder.sentences)",
+                    "encode": "sentence encoding (encode_before, packed)",
                     "store": "cache writes (SentenceCache.put)", "classes": "token classes (DatastoreBuilder.sentence_classes, memoised)",
                     "index": "Datastore(...) (concat, prefix keys, key norms)", "other": "rest"}
 GROUPS = ("answer encoding", "neighbour search", "Shapley", "aggregation")
@@ -93,8 +97,7 @@ SUBSTEPS = {
     "neighbour search": (("classes_answer", "answer token classes"),
                          ("search_core", "distance matrix (Datastore._partial_distances, one matmul)"),
                          ("search_rest", "compiled scan: both candidate lists + carrying sentences")),
-    "Shapley": (("shapley_engine", "knn_shapley_batch (before f826387)"),
-                ("shapley_rest", "similarities, exact Shapley values, sums per sentence (one compiled pass per token)")),
+    "Shapley": (("shapley_rest", "similarities, exact Shapley values, sums per sentence (one compiled pass per token)"),),
 }
 
 
@@ -230,76 +233,26 @@ def dir_bytes(path: Path) -> tuple[int, int]:
 # ============================================================= probes on the library's own calls
 
 
-class Probe:
-    """Times the library's internal calls while the real code runs: each named attribute is
-    replaced by a wrapper that adds its wall time to ``steps`` (inclusive times), and put
-    back by :meth:`restore`. The steps are thus exactly those ``attribute()`` chains, and the
-    timing keeps following the core when it changes."""
-
-    def __init__(self, steps: Steps) -> None:
-        self.steps = steps
-        self._undo: list[tuple[object, str, object, bool]] = []
-
-    def wrap(self, obj, name: str, label: str) -> None:
-        own = name in vars(obj)
-        if not hasattr(obj, name) or (isinstance(obj, type) and not own):
-            return
-        saved = vars(obj)[name] if own else None
-        target = saved if isinstance(obj, type) else getattr(obj, name)  # class: the plain function
-        steps = self.steps
-
-        def wrapper(*a, **k):
-            with steps(label):
-                return target(*a, **k)
-
-        setattr(obj, name, wrapper)
-        self._undo.append((obj, name, saved, own))
-
-    def restore(self) -> None:
-        for obj, name, orig, own in reversed(self._undo):
-            if own:
-                setattr(obj, name, orig)
-            else:
-                delattr(obj, name)
-        self._undo.clear()
-
-
 def probed_build_datastore(ts, srcs, st: Steps, prefix: str):
-    """``ts.build_datastore(srcs)`` with its steps timed."""
-    import tokenshapley_rag._indexing as indexing
-
-    builder = ts.pipeline.builder
-    probe = Probe(st)
-    probe.wrap(builder, "sentences", prefix + "segment")  # inclusive of the lookups and tokenizing inside it
-    probe.wrap(ts.cache, "get", prefix + "lookup")
-    probe.wrap(ts.encoder, "tokenize", prefix + "tokenize")
-    probe.wrap(ts.encoder, "encode_before", prefix + "encode")
-    probe.wrap(ts.cache, "put", prefix + "store")
-    probe.wrap(builder, "sentence_classes", prefix + "classes")
-    probe.wrap(indexing, "Datastore", prefix + "index")
-    try:
-        with st(prefix + "total"):
-            store = ts.build_datastore(srcs)
-    finally:
-        probe.restore()
+    """``ts.build_datastore(srcs)`` with its steps timed by the library's own step marks
+    (``tokenshapley_rag._timing``)."""
+    with st(prefix + "total"), record_steps() as steps:
+        store = ts.build_datastore(srcs)
+    for step_name, label in DATASTORE_STEP_NAMES.items():
+        st.t[prefix + label] += steps.seconds.get(step_name, 0.0)
     return store
 
 
 def probed_result(ts, query, response, srcs, store, resp, queries, st: Steps):
     """``ts.pipeline.attribute(...)`` (scores, then assembly) with its steps timed."""
-    from tokenshapley_rag._datastore import Datastore
-
-    probe = Probe(st)
-    probe.wrap(ts.pipeline.classes, "of", "classes_answer")
-    probe.wrap(Datastore, "game_candidates", "candidates")
-    probe.wrap(Datastore, "_partial_distances", "search_core")
-    probe.wrap(ts.pipeline, "score_tokens", "scores_total")
-    probe.wrap(ts.pipeline, "assemble_citations", "aggregate")
-    try:
-        with st("result_total"):
-            res = ts.pipeline.attribute(query, response, srcs, store, resp, queries, ts.config)
-    finally:
-        probe.restore()
+    with st("result_total"), record_steps() as steps:
+        res = ts.pipeline.attribute(query, response, srcs, store, resp, queries, ts.config)
+    g = steps.seconds.get
+    st.t["classes_answer"] += g("answer_classes", 0.0)
+    st.t["candidates"] += g("candidates", 0.0)
+    st.t["search_core"] += g("distance_product", 0.0)
+    st.t["scores_total"] += g("answer_classes", 0.0) + g("candidates", 0.0) + g("games", 0.0)
+    st.t["aggregate"] += g("assemble", 0.0)
     return res
 
 
@@ -375,14 +328,11 @@ def measure_case(b: Bench, query, sources, answer, *, lm_floor=True, generate=Fa
         ts.cache._memory.clear()
         forget_memos(ts)
         store = probed_build_datastore(ts, srcs, st, "disk_")
-        probe = Probe(st)
-        probe.wrap(ts.encoder, "_states", "answer_pass")  # the forward pass inside encode_response
-        try:
-            with st("encode_answer"):
-                resp = ts.encoder.tokenize(answer)
+        with st("encode_answer"), record_steps() as answer_steps:
+            resp = ts.encoder.tokenize(answer)
+            with step("encode_answer"):  # the pass itself (query + answer), as attribute() marks it
                 queries = ts.encoder.encode_response(query, resp)
-        finally:
-            probe.restore()
+        st.t["answer_pass"] += answer_steps.seconds["encode_answer"]
         res = probed_result(ts, query, answer, srcs, store, resp, queries, st)
         with st("render"):
             res.to_markdown()
@@ -430,9 +380,9 @@ def api_calls(ts, query, sources, answer, st: Steps, prefix: str, facts: dict, k
     remembered (the same sources again, ``<prefix>warm``); and warm for a new source list
     (``<prefix>warm_new``: the datastore memo emptied, so the datastore is rebuilt from
     the sentence cache's memory tier, as for chunks seen before in other combinations).
-    With ``own_pass`` each warm call's encoder pass is timed too (``<prefix>answer_pass``,
-    ``<prefix>warm_new_pass``): one probe on one call, so the ratio to it has no other
-    instrumentation in it."""
+    With ``own_pass`` each warm call's encoder pass is read from the library's step marks
+    (``<prefix>answer_pass``, ``<prefix>warm_new_pass``), so the ratio is to the pass inside
+    that same call."""
     reset_cache(ts, fresh_dir())
     try:
         with st(prefix + "cold"):
@@ -440,14 +390,10 @@ def api_calls(ts, query, sources, answer, st: Steps, prefix: str, facts: dict, k
         for label, pass_label in (("warm", "answer_pass"), ("warm_new", "warm_new_pass")):
             if label == "warm_new":
                 ts.pipeline.builder._datastores.clear()
-            probe = Probe(st)
+            with st(prefix + label), record_steps() as steps:
+                result = ts.attribute(query=query, sources=sources, response=answer)
             if own_pass:
-                probe.wrap(ts.encoder, "_states", prefix + pass_label)
-            try:
-                with st(prefix + label):
-                    result = ts.attribute(query=query, sources=sources, response=answer)
-            finally:
-                probe.restore()
+                st.t[prefix + pass_label] += steps.seconds["encode_answer"]
             if label == "warm":
                 facts[key] = result
     finally:
@@ -467,14 +413,13 @@ def totals(t: dict) -> dict:
     out = dict(t)
     search = g("classes_answer") + g("candidates")
     out["search_rest"] = g("candidates") - g("search_core")
-    out["shapley_rest"] = g("scores_total") - search - g("shapley_engine")
+    out["shapley_rest"] = g("scores_total") - search
     out["answer encoding"] = g("encode_answer")
     out["neighbour search"] = search
     out["Shapley"] = g("scores_total") - search
     out["aggregation"] = g("result_total") - g("scores_total")
     answer = g("encode_answer") + g("result_total")
     for p in ("cold", "warm", "disk"):
-        out[f"{p}_segment"] = max(0.0, g(p + "_segment") - g(p + "_lookup") - g(p + "_tokenize"))
         out[f"{p}_datastore"] = g(p + "_total")
         out[f"{p}_other"] = g(p + "_total") - sum(out.get(f"{p}_{s}", 0.0) for s in DATASTORE_STEPS)
         out[f"{p}_total"] = g(p + "_total") + answer

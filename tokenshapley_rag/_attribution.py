@@ -31,6 +31,7 @@ from tokenshapley_rag._pipeline import Pipeline
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._sources import coerce_sources
 from tokenshapley_rag._text import check_text
+from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import CANDIDATE_MODES, MATCH_MODES
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import (
@@ -391,7 +392,8 @@ class TokenShapley:
         checkpoint(cancel, "starting")
         store = self.pipeline.datastore_for(srcs, cancel=cancel)
         checkpoint(cancel, "encoding the answer")
-        queries = self.encoder.encode_response(query, resp_tok)
+        with step("encode_answer"):
+            queries = self.encoder.encode_response(query, resp_tok)
         checkpoint(cancel, "scoring the answer")
         return self.pipeline.attribute(query, response, srcs, store, resp_tok, queries, self.config)
 

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from tokenshapley_rag._files import write_bytes_atomic
+from tokenshapley_rag._timing import step
 
 __all__ = ["CachedSentence", "SentenceCache", "SentenceRecord", "Datastore"]
 
@@ -454,7 +455,8 @@ class Datastore:
             b = min(a + rows, t_rows)
             # |k|^2 - 2 q.k; the scan adds |q|^2, reads each entry's representative's
             # column and clips at 0 as it goes, and bounds the float64 distance from it.
-            partial = self._partial_distances(q[a:b])
+            with step("distance_product"):
+                partial = self._partial_distances(q[a:b])
             scan = _scan_rows if partial.size >= _PARALLEL_CELLS else _scan_rows_serial
             scan(partial, q_norms[a:b], q[a:b], self.keys, self._key_margin, self._rel, self._representative,
                  self.token_class, self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], n_match,

@@ -12,6 +12,7 @@ from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._limits import checkpoint
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._segment import split_sentences
+from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import TokenClasses
 from tokenshapley_rag._types import Source
 
@@ -93,7 +94,8 @@ class DatastoreBuilder:
         """Encode (or load from cache) the keys of every sentence of ``sources``; with
         ``progress``, a progress bar of the tokens to encode on stderr. ``cancel`` is
         checked after each forward pass of the encoder."""
-        records, entries, sentence_tokens = self.sentences(sources)
+        with step("segment"):
+            records, entries, sentence_tokens = self.sentences(sources)
         key = self.encoder.cache_key
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing:
@@ -111,18 +113,22 @@ class DatastoreBuilder:
 
             try:
                 checkpoint(cancel, "encoding the sources")
-                states = self.encoder.encode_before([t.ids for t in toks], on_tokens)
+                with step("encode_context"):
+                    states = self.encoder.encode_before([t.ids for t in toks], on_tokens)
             finally:
                 if bar is not None:
                     bar.close()
-            for i, tok, st in zip(missing, toks, states):
-                entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st))
-                self.cache.put(key, records[i].text, entry)
-                entries[i] = entry
+            with step("store_keys"):
+                for i, tok, st in zip(missing, toks, states):
+                    entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st))
+                    self.cache.put(key, records[i].text, entry)
+                    entries[i] = entry
         done = [e for e in entries if e is not None]
-        classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
+        with step("sentence_classes"):
+            classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
         pieces = [p for _, p in classes] if self.piece_classes else None
-        return Datastore(records, done, [c for c, _ in classes], pieces)
+        with step("index"):
+            return Datastore(records, done, [c for c, _ in classes], pieces)
 
     def datastore_for(self, sources: list[Source], *, cancel: Any = None) -> Datastore:
         """:meth:`build`, remembered for the last few source lists: the same retrieved

@@ -14,6 +14,7 @@ from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._indexing import DatastoreBuilder
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._result import AttributionResult
+from tokenshapley_rag._timing import step
 from tokenshapley_rag._support import SentenceFacts, sentence_facts
 from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
 from tokenshapley_rag._types import Source
@@ -72,7 +73,8 @@ class Pipeline:
     def score_tokens(self, store: Datastore, response: str, tokens: TokenizedText, states: np.ndarray) -> TokenValues:
         """Step 2: the token game of the answer tokens ``tokens`` of ``response`` (their
         encoder ``states``) over ``store``."""
-        classes, piece_classes = self.classes.of(tokens.ids, response, tokens.offsets)
+        with step("answer_classes"):
+            classes, piece_classes = self.classes.of(tokens.ids, response, tokens.offsets)
         return score_tokens(
             store, states, classes, piece_classes, k=self.k, m=self.m, gamma=self.gamma, match=self.match,
             candidates=self.candidates,
@@ -84,11 +86,12 @@ class Pipeline:
     ) -> AttributionResult:
         """Step 3: the result of ``response`` from its token game ``values`` (``config`` is
         recorded in it)."""
-        return assemble_citations(
-            query, response, sources, store, tokens, values, [self.sentence_facts(r.text) for r in store.sentences],
-            verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
-            support_threshold=self.support_threshold, config=config,
-        )
+        with step("assemble"):
+            return assemble_citations(
+                query, response, sources, store, tokens, values, [self.sentence_facts(r.text) for r in store.sentences],
+                verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
+                support_threshold=self.support_threshold, config=config,
+            )
 
     def attribute(
         self, query: str, response: str, sources: list[Source], store: Datastore, tokens: TokenizedText,

@@ -18,6 +18,7 @@ from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._limits import check_cancel_event, checkpoint
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._text import check_text
+from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import TokenValues
 from tokenshapley_rag._types import SentenceCitations
 from tokenshapley_rag.errors import EmptyTextError, StreamStateError
@@ -125,7 +126,8 @@ class AttributionStream:
                 raise EmptyTextError("the streamed answer is empty or only whitespace: there is nothing to attribute")
             checkpoint(self._cancel, "finishing the stream")
             tok = self._encoder.tokenize(text)
-            states = self._encoding.states(tok.ids)
+            with step("encode_answer"):
+                states = self._encoding.states(tok.ids)
             checkpoint(self._cancel, "scoring the answer")
             self._result = self._pipeline.attribute(self.query, text, self.sources, self._store, tok, states, self._config)
             spans = split_sentences(text)
@@ -144,7 +146,8 @@ class AttributionStream:
         # notices and starts over (ResponseEncoding.states).
         n = int(np.searchsorted(tok.offsets[:, 1], end, side="right")) if len(tok.ids) else 0
         ids, offsets = tok.ids[:n], tok.offsets[:n]
-        states = self._encoding.states(ids)
+        with step("encode_answer"):
+            states = self._encoding.states(ids)
         checkpoint(self._cancel, "scoring the answer")
         done = len(self._scored_ids)
         if done > n or not np.array_equal(self._scored_ids, ids[:done]):

@@ -14,6 +14,7 @@ import numpy as np
 from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._kernels import sentence_value_rows, sentence_value_rows_serial
 from tokenshapley_rag._segment import token_words
+from tokenshapley_rag._timing import step
 from tokenshapley_rag.shapley import _PARALLEL_WORK
 
 __all__ = ["MATCH_MODES", "CANDIDATE_MODES", "TokenClasses", "TokenValues", "score_tokens", "sentence_values"]
@@ -105,8 +106,10 @@ def score_tokens(
         game_classes = np.where(pieces, piece_classes, classes)
     m = min(m, store.size)
     n_match = m // 2 if candidates == "mixed" and m >= 2 else 0
-    d2, idx, carries = store.game_candidates(states, game_classes, m, n_match, pieces)
-    return TokenValues(sentence_values(d2, idx, game_classes, store, k, gamma, pieces), carries, classes)
+    with step("candidates"):
+        d2, idx, carries = store.game_candidates(states, game_classes, m, n_match, pieces)
+    with step("games"):
+        return TokenValues(sentence_values(d2, idx, game_classes, store, k, gamma, pieces), carries, classes)
 
 
 def sentence_values(
