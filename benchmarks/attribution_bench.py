@@ -200,7 +200,7 @@ def warm_parallel_kernels(ts) -> None:
 def reset_cache(ts, root) -> None:
     """A new sentence cache at ``root`` (None: memory only) and empty memos: the next
     build is cold."""
-    from tokenshapley_rag._datastore import SentenceCache
+    from tokenshapley_rag._sentence_cache import SentenceCache
 
     ts.cache = SentenceCache(root)
     if hasattr(ts, "pipeline"):

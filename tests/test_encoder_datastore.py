@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from tokenshapley_rag import TokenShapley, _datastore
-from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord
+from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._sentence_cache import CachedSentence
 from tokenshapley_rag._sources import coerce_sources
 
 try:

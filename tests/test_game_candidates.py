@@ -21,7 +21,8 @@ except ImportError:  # optional: then only numba's and torch's threads are varie
 from tokenshapley_rag._citations import rank_sources
 from tokenshapley_rag._text_search import SentenceTexts, sentences_with_sequence
 from tokenshapley_rag._token_game import sentence_values
-from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceRecord, _PARALLEL_CELLS
+from tokenshapley_rag._datastore import Datastore, SentenceRecord, _PARALLEL_CELLS
+from tokenshapley_rag._sentence_cache import CachedSentence
 from tokenshapley_rag import _datastore
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.shapley import knn_shapley_batch

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tokenshapley_rag._datastore import CachedSentence, SentenceCache, storage_keys
+from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 
 
 def _entry(keys):

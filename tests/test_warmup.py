@@ -69,4 +69,4 @@ def test_after_warmup_the_first_attribution_compiles_nothing(tmp_path, cache_roo
     assert {k: v for k, v in after.items() if v["misses"]} == {}
     assert all(v["hits"] for v in after.values())
     # the kernels of the candidate search and of the token games are among them
-    assert {"tokenshapley_rag._datastore._scan_rows_serial", "tokenshapley_rag._datastore._sequence_rows"} <= set(after)
+    assert {"tokenshapley_rag._kernels.scan_rows_serial", "tokenshapley_rag._kernels.sequence_rows"} <= set(after)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from tokenshapley_rag._datastore import Datastore, SentenceCache
+from tokenshapley_rag._datastore import Datastore
+from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._defaults import DEFAULT_LAYER
 from tokenshapley_rag._encoder import CausalLMEncoder
 from tokenshapley_rag._limits import (

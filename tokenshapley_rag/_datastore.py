@@ -1,262 +1,27 @@
-"""The TokenShapley datastore: one entry per context token, and its on-disk sentence cache.
-
-A key is the encoder's hidden state *before* a token, with the prefix starting at the
-token's own sentence, so every key depends on its sentence alone: sentences are the unit
-of caching (a chunk retrieved again costs nothing).
+"""The TokenShapley datastore: one entry per context token (its key, token and provenance),
+searched exactly. The keys come from the sentence cache (:mod:`._sentence_cache`); the
+compiled search kernels are in :mod:`._kernels`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import logging
-import os
-import threading
-import time
-import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 
-import numba
 import numpy as np
 import torch
 
-from tokenshapley_rag._files import write_bytes_atomic
+from tokenshapley_rag._kernels import (
+    exact_rows,
+    scan_rows,
+    scan_rows_serial,
+    select_rows,
+    select_rows_serial,
+    sequence_rows,
+)
+from tokenshapley_rag._sentence_cache import CachedSentence
 from tokenshapley_rag._timing import step
 
-__all__ = ["CachedSentence", "SentenceCache", "SentenceRecord", "Datastore"]
-
-logger = logging.getLogger(__name__)
-
-_FORMAT_VERSION = 2  # 2: the file states its encoder key, key width and a content digest
-# A temporary file older than this is left over from a crashed write and is removed.
-_STALE_TMP_SECONDS = 3600
-
-
-_FLOAT16_MAX = float(np.finfo(np.float16).max)
-
-
-def storage_keys(keys: np.ndarray) -> np.ndarray:
-    """Keys in the precision they are cached in: float16 (half the bytes, below the
-    search's resolution), or float32 when a value is beyond float16's range (65504), as
-    Gemma-3's middle layers reach ~1e5 at the BOS position, which float16 would turn
-    into inf.
-
-    >>> storage_keys(np.array([[1.0, -2.5]])).dtype, storage_keys(np.array([[1e5, 0.0]])).dtype
-    (dtype('float16'), dtype('float32'))
-    """
-    keys = np.asarray(keys)
-    if keys.size and float(np.abs(keys).max()) > _FLOAT16_MAX:
-        return keys.astype(np.float32)
-    return keys.astype(np.float16)
-
-
-@dataclass(frozen=True, slots=True)
-class CachedSentence:
-    """Token ids, offsets (into the sentence) and keys (:func:`storage_keys`) of one sentence."""
-
-    ids: np.ndarray  # (n,) int64
-    offsets: np.ndarray  # (n, 2) int64, into the sentence text
-    keys: np.ndarray  # (n, hidden) float16, or float32 beyond float16's range
-
-
-class SentenceCache:
-    """Sentence keys on disk (and in a small in-memory LRU), keyed by encoder and text.
-
-    Files live at ``root/<encoder key>/<h[:2]>/<h>.npz`` with ``h`` the SHA-256 of the
-    sentence text. Writes go to a temporary file in the same folder and are renamed into
-    place, so readers (and concurrent writers, which write identical content) never see a
-    partial file. Every read checks the zip CRCs, the stored text, the encoder key, the
-    key width (``width``), the array shapes and a SHA-256 digest of the content; a file that
-    fails is deleted and reported as a miss, so it is rebuilt, never used.
-
-    The cache degrades, never fails: when the folder cannot be written (or read), one
-    warning is given and the keys stay in memory only. Folders are created ``0700`` (file
-    names are hashes of the sources' sentences) and files ``0600``; temporary files of
-    crashed writes older than an hour are removed.
-
-    Parameters
-    ----------
-    root : path or None
-        Cache folder; None keeps keys in memory only.
-    memory_items : int, default=4096
-        Sentences kept in the in-memory LRU.
-    width : int or None
-        The encoder's key width; a file holding keys of another width is refused.
-    """
-
-    def __init__(self, root: str | os.PathLike | None, *, memory_items: int = 4096, width: int | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.memory_items = memory_items
-        self.width = width
-        self.disk_error: str | None = None  # why the disk cache was given up, if it was
-        self._swept: set[Path] = set()
-        self._memory: OrderedDict[tuple[str, str], CachedSentence] = OrderedDict()
-        self._lock = threading.Lock()  # the LRU and counters are shared by concurrent calls
-        self.hits = 0
-        self.misses = 0
-        self.corrupt = 0
-
-    @staticmethod
-    def text_hash(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def path(self, encoder_key: str, text: str) -> Path | None:
-        if self.root is None:
-            return None
-        h = self.text_hash(text)
-        return self.root / encoder_key / h[:2] / f"{h}.npz"
-
-    def get(self, encoder_key: str, text: str) -> CachedSentence | None:
-        """The cached entry, or None (a miss, or a corrupt file that was removed)."""
-        mem_key = (encoder_key, text)
-        with self._lock:
-            entry = self._memory.get(mem_key)
-            if entry is not None:
-                self._memory.move_to_end(mem_key)
-                self.hits += 1
-                return entry
-        path = self.path(encoder_key, text) if self.disk_error is None else None
-        try:
-            found = path is not None and path.exists()
-        except OSError as err:  # an unreadable folder
-            self._give_up_disk(err)
-            found = False
-        if not found:
-            with self._lock:
-                self.misses += 1
-            return None
-        try:
-            entry = self._read(path, text, encoder_key, self.width)
-        except Exception as err:  # any failure to read back means the file is unusable
-            old_format = isinstance(err, _OldFormatError)
-            with self._lock:
-                self.corrupt += 0 if old_format else 1
-                self.misses += 1
-            if old_format:  # written by an earlier release: replaced without alarm
-                logger.debug("tokenshapley cache file %s has an older format; rebuilding it", path)
-            else:
-                logger.warning("tokenshapley cache file %s is corrupt (%s); rebuilding it", path, err)
-            try:
-                path.unlink()
-            except OSError:
-                pass
-            return None
-        with self._lock:
-            self.hits += 1
-        self._remember(mem_key, entry)
-        return entry
-
-    def put(self, encoder_key: str, text: str, entry: CachedSentence) -> None:
-        """Store an entry (in memory, and atomically on disk when a root is set and
-        writable; see the class docstring)."""
-        self._remember((encoder_key, text), entry)
-        path = self.path(encoder_key, text) if self.disk_error is None else None
-        if path is None:
-            return
-        keys = storage_keys(entry.keys)
-        ids, offsets = entry.ids.astype(np.int64), entry.offsets.astype(np.int64)
-        buf = io.BytesIO()
-        np.savez(
-            buf,
-            version=np.array([_FORMAT_VERSION], dtype=np.int64),
-            encoder=np.frombuffer(encoder_key.encode("utf-8"), dtype=np.uint8),
-            text=np.frombuffer(text.encode("utf-8"), dtype=np.uint8),
-            ids=ids,
-            offsets=offsets,
-            keys=keys,
-            digest=np.frombuffer(_digest(encoder_key, text, ids, offsets, keys), dtype=np.uint8),
-        )
-        try:
-            self._make_folder(path.parent)
-            # No fsync: it doubled the cost of a cold build, and a file cut short by a
-            # crash fails the CRC check on read and is rebuilt (the cache is derived data).
-            # The ".tmp-" prefix is what the folder sweep removes after a crash.
-            write_bytes_atomic(path, buf.getvalue(), prefix=".tmp-", suffix=".npz", fsync=False)
-        except OSError as err:  # read-only or full disk, no permission: memory only
-            self._give_up_disk(err)
-
-    def _make_folder(self, folder: Path) -> None:
-        """Create ``folder`` (and its parents under the root) as 0700, once per process
-        sweeping temporary files that crashed writes left there."""
-        if folder in self._swept:
-            return
-        assert self.root is not None
-        if not self.root.exists():
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for part in reversed([folder, *folder.parents]):
-            if part == self.root or self.root in part.parents:
-                if not part.exists():
-                    part.mkdir(mode=0o700, exist_ok=True)
-        now = time.time()
-        for stale in folder.glob(".tmp-*.npz"):
-            try:
-                if now - stale.stat().st_mtime > _STALE_TMP_SECONDS:
-                    stale.unlink()
-            except OSError:
-                pass
-        self._swept.add(folder)
-
-    def _give_up_disk(self, err: OSError) -> None:
-        with self._lock:
-            first = self.disk_error is None
-            self.disk_error = f"{type(err).__name__}: {err}"
-        if first:
-            warnings.warn(
-                f"tokenshapley cache folder {str(self.root)!r} cannot be used ({self.disk_error}); sentence keys "
-                "are kept in memory only (pass cache_dir= or use_disk_cache=False to silence this)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-
-    def _remember(self, key: tuple[str, str], entry: CachedSentence) -> None:
-        with self._lock:
-            self._memory[key] = entry
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.memory_items:
-                self._memory.popitem(last=False)
-
-    @staticmethod
-    def _read(path: Path, text: str, encoder_key: str, width: int | None) -> CachedSentence:
-        # np.load reads each member to its end, where zipfile checks its CRC-32 (raising
-        # BadZipFile on a mismatch): a flipped bit is caught without a second full read.
-        with np.load(path, allow_pickle=False) as data:
-            if int(data["version"][0]) != _FORMAT_VERSION:
-                raise _OldFormatError(f"format version {int(data['version'][0])} != {_FORMAT_VERSION}")
-            if data["text"].tobytes().decode("utf-8") != text:
-                raise ValueError("stored text differs from the sentence (hash collision or wrong file)")
-            if data["encoder"].tobytes().decode("utf-8") != encoder_key:
-                raise ValueError("the file was written by another encoder, layer or dtype")
-            ids, offsets, keys = data["ids"], data["offsets"], data["keys"]
-            digest = data["digest"].tobytes()
-        n = ids.shape[0]
-        if offsets.shape != (n, 2) or keys.ndim != 2 or keys.shape[0] != n:
-            raise ValueError(f"inconsistent shapes ids {ids.shape}, offsets {offsets.shape}, keys {keys.shape}")
-        if width is not None and keys.shape[1] != width:
-            raise ValueError(f"keys are {keys.shape[1]} wide; the encoder's are {width}")
-        if digest != _digest(encoder_key, text, ids, offsets, keys):
-            raise ValueError("content digest mismatch (the keys were changed after writing)")
-        if not np.isfinite(keys).all():
-            raise ValueError("non-finite keys")
-        return CachedSentence(ids=ids, offsets=offsets, keys=keys)
-
-
-class _OldFormatError(ValueError):
-    """A cache file of another format version (an earlier release wrote it)."""
-
-
-def _digest(encoder_key: str, text: str, ids: np.ndarray, offsets: np.ndarray, keys: np.ndarray) -> bytes:
-    """SHA-256 of what a cache file claims: its encoder, text, tokens and keys."""
-    h = hashlib.sha256()
-    for part in (encoder_key.encode("utf-8"), text.encode("utf-8")):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    for array in (ids, offsets, keys):
-        h.update(str((array.dtype.str, array.shape)).encode())
-        h.update(np.ascontiguousarray(array).tobytes())
-    return h.digest()
-
+__all__ = ["Datastore", "SentenceRecord"]
 
 @dataclass(frozen=True, slots=True)
 class SentenceRecord:
@@ -276,7 +41,7 @@ _SEARCH_BLOCK = 1 << 24
 def _preselect_margin(hidden: int) -> tuple[float, float]:
     """``(rel, abs)`` for keys of width ``hidden``: the searches' float32 distance (the
     matrix product's ``|k|^2 - 2 q.k`` plus ``|q|^2``, clipped at 0) is within
-    ``rel * (|q|^2 + |k|^2) + abs`` of the float64 distance (:func:`_exact_d2`), with the
+    ``rel * (|q|^2 + |k|^2) + abs`` of the float64 distance (:func:`exact_d2`), with the
     norms as computed in float32, whatever the BLAS's summation order, blocking, kernel
     or thread count.
 
@@ -309,7 +74,7 @@ class Datastore:
     BLAS thread counts, so every entry whose float32 distance could be, within a proven
     bound (:func:`_preselect_margin`), among the nearest is a candidate, and the
     candidates' distances are recomputed in float64 from the keys in one fixed order
-    (:func:`_exact_d2`, :meth:`exact_distances`) and ordered by (distance, index). The
+    (:func:`exact_d2`, :meth:`exact_distances`) and ordered by (distance, index). The
     players, their distances and so the Shapley values are then the same bits for any
     block size, thread count or machine load.
 
@@ -457,7 +222,7 @@ class Datastore:
             # column and clips at 0 as it goes, and bounds the float64 distance from it.
             with step("distance_product"):
                 partial = self._partial_distances(q[a:b])
-            scan = _scan_rows if partial.size >= _PARALLEL_CELLS else _scan_rows_serial
+            scan = scan_rows if partial.size >= _PARALLEL_CELLS else scan_rows_serial
             scan(partial, q_norms[a:b], q[a:b], self.keys, self._key_margin, self._rel, self._representative,
                  self.token_class, self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], n_match,
                  d_out[a:b], i_out[a:b], carries[a:b])
@@ -473,13 +238,13 @@ class Datastore:
     def exact_distances(self, queries: np.ndarray) -> np.ndarray:
         """``(len(queries), size)`` float64: the squared distance of each query (as float32)
         to each entry's key, ``sum_i (q_i - k_i)^2`` in float64 in one fixed order
-        (:func:`_exact_d2`), the distances every search orders by. A function of the two
+        (:func:`exact_d2`), the distances every search orders by. A function of the two
         vectors' bits alone (no BLAS), so equal keys tie exactly (entries that share a
         prefix share their key, :func:`_share_prefix_keys`)."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         out = np.empty((q.shape[0], self.size), dtype=np.float64)
         if out.size:
-            _exact_rows(q, self.keys, out)
+            exact_rows(q, self.keys, out)
         return out
 
     def _partial_distances(self, q: np.ndarray) -> np.ndarray:
@@ -529,7 +294,7 @@ class Datastore:
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
             partial = self._partial_distances(q[a:b])
-            select = _select_rows if partial.size >= _PARALLEL_CELLS else _select_rows_serial
+            select = select_rows if partial.size >= _PARALLEL_CELLS else select_rows_serial
             for mask, (d_out, i_out) in zip(masks, out):
                 if d_out.shape[1]:
                     select(partial, q_norms[a:b], q[a:b], self.keys, self._key_margin, self._rel, self._representative,
@@ -594,7 +359,7 @@ class Datastore:
         bounds = np.zeros(len(sequences) + 1, dtype=np.int64)
         np.cumsum([np.asarray(q).size for q in sequences], out=bounds[1:])
         order, sorted_class = self._groups[False]
-        _sequence_rows(self.token_class, self.sentence_of, order, sorted_class, flat, bounds, out)
+        sequence_rows(self.token_class, self.sentence_of, order, sorted_class, flat, bounds, out)
         return out
 
     def nearest_of_class(
@@ -661,271 +426,3 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
 _PARALLEL_CELLS = 1 << 20
 
 
-@numba.njit(cache=True, nogil=True)
-def _exact_d2(q, key):
-    """``sum_i (q_i - k_i)^2`` of two float32 vectors in float64, in one fixed order: eight
-    interleaved partial sums (``i mod 8``) added as a fixed tree, then the tail. numba
-    compiles without fastmath, so LLVM may not reassociate or contract it (it may put the
-    eight sums in one vector register, which adds lane by lane alike): for the same two
-    vectors, the same bits in every compiled variant, thread and block of queries."""
-    n = q.shape[0]
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    s4 = 0.0
-    s5 = 0.0
-    s6 = 0.0
-    s7 = 0.0
-    i = 0
-    while i + 8 <= n:
-        t0 = np.float64(q[i]) - np.float64(key[i])
-        t1 = np.float64(q[i + 1]) - np.float64(key[i + 1])
-        t2 = np.float64(q[i + 2]) - np.float64(key[i + 2])
-        t3 = np.float64(q[i + 3]) - np.float64(key[i + 3])
-        t4 = np.float64(q[i + 4]) - np.float64(key[i + 4])
-        t5 = np.float64(q[i + 5]) - np.float64(key[i + 5])
-        t6 = np.float64(q[i + 6]) - np.float64(key[i + 6])
-        t7 = np.float64(q[i + 7]) - np.float64(key[i + 7])
-        s0 += t0 * t0
-        s1 += t1 * t1
-        s2 += t2 * t2
-        s3 += t3 * t3
-        s4 += t4 * t4
-        s5 += t5 * t5
-        s6 += t6 * t6
-        s7 += t7 * t7
-        i += 8
-    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    while i < n:
-        t = np.float64(q[i]) - np.float64(key[i])
-        s += t * t
-        i += 1
-    return s
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _exact_rows(q, keys, out):
-    for t in numba.prange(q.shape[0]):
-        for j in range(keys.shape[0]):
-            out[t, j] = _exact_d2(q[t], keys[j])
-
-
-@numba.njit(cache=True, nogil=True)
-def _insert(dist, index, n, d, j):
-    """Put entry ``j`` at distance ``d`` into the list ``dist[:n], index[:n]`` sorted by
-    (distance, index), keeping its capacity ``len(dist)``; entries arrive by ascending
-    index, so an equal distance goes after the ones already there. Returns the new length."""
-    cap = dist.shape[0]
-    if n == cap and not d < dist[n - 1]:
-        return n
-    p = n if n < cap else n - 1
-    while p > 0 and d < dist[p - 1]:
-        dist[p] = dist[p - 1]
-        index[p] = index[p - 1]
-        p -= 1
-    dist[p] = d
-    index[p] = j
-    return n + 1 if n < cap else n
-
-
-@numba.njit(cache=True, nogil=True)
-def _insert_value(vals, n, v):
-    """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
-    returns the new length."""
-    cap = vals.shape[0]
-    if n == cap and not v < vals[n - 1]:
-        return n
-    p = n if n < cap else n - 1
-    while p > 0 and v < vals[p - 1]:
-        vals[p] = vals[p - 1]
-        p -= 1
-    vals[p] = v
-    return n + 1 if n < cap else n
-
-
-# Why the pre-selection is exact (both scans below). From the float32 row, ``d`` (|q|^2
-# added in float64, clipped at 0) bounds entry j's float64 distance x_j (_exact_d2) to
-# [lo_j, hi_j] = [d - e_j, d + e_j] (_preselect_margin). A list of capacity c keeps the c
-# smallest upper bounds; its largest, the cut, is at least the c-th smallest x (c entries
-# have x <= their hi <= cut). Every entry among the c nearest in (x, index) order, ties at
-# the c-th included, has x at most the c-th smallest, so lo <= x <= cut. The cut only
-# falls during the pass, so the entries kept as they come (lo at most the cut so far)
-# include them all; those still under the final cut are measured exactly and inserted,
-# by ascending index, into a list sorted by (x, index): the c nearest, whatever the
-# float32 rounding was. (A NaN bound keeps its entry: only finite bounds rule one out.)
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
-              use_piece, n_match, d_out, i_out, carries):
-    m = d_out.shape[0]
-    n_entries = partial.shape[0]
-    classes = piece_class if use_piece else token_class
-    qn = np.float64(q_norm)
-    q_margin = rel * qn
-    near_hi = np.empty(m)
-    match_hi = np.empty(max(n_match, 1))
-    n_near_hi = 0
-    n_match_hi = 0
-    near_cut = np.inf if m > 0 else -np.inf  # -inf: no list, nothing kept for it
-    match_cut = np.inf if n_match > 0 else -np.inf
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    n_kept = 0
-    for j in range(n_entries):
-        d = np.float64(partial[representative[j]]) + qn
-        if d < 0.0:
-            d = 0.0
-        e = q_margin + key_margin[j]
-        lo = d - e
-        same = classes[j] == cls
-        if same:
-            carries[sentence_of[j]] = True
-            if lo > near_cut and lo > match_cut:
-                continue
-        elif lo > near_cut:
-            continue  # most entries: too far to be a player
-        kept[n_kept] = j
-        kept_lo[n_kept] = lo
-        n_kept += 1
-        hi = d + e
-        if hi < near_cut:
-            n_near_hi = _insert_value(near_hi, n_near_hi, hi)
-            if n_near_hi == m:
-                near_cut = near_hi[m - 1]
-        if same and hi < match_cut:
-            n_match_hi = _insert_value(match_hi, n_match_hi, hi)
-            if n_match_hi == n_match:
-                match_cut = match_hi[n_match - 1]
-    near_d = np.empty(m)
-    near_i = np.empty(m, np.int64)
-    match_d = np.empty(max(n_match, 1))
-    match_i = np.empty(max(n_match, 1), np.int64)
-    n_near = 0
-    n_same = 0
-    for c in range(n_kept):
-        j = kept[c]
-        lo = kept_lo[c]
-        in_near = not lo > near_cut
-        in_match = n_match > 0 and not lo > match_cut and classes[j] == cls
-        if in_near or in_match:
-            x = _exact_d2(q, keys[j])
-            if in_match:
-                n_same = _insert(match_d, match_i, n_same, x, j)
-            if in_near:
-                n_near = _insert(near_d, near_i, n_near, x, j)
-    # The matched players, then the nearest others until there are m (the m nearest are
-    # m distinct entries, so there always are), all in (distance, index) order.
-    n = 0
-    for r in range(n_same):
-        n = _insert(d_out, i_out, n, match_d[r], match_i[r])
-    for r in range(n_near):
-        if n == m:
-            break
-        taken = False
-        for s in range(n_same):
-            if match_i[s] == near_i[r]:
-                taken = True
-                break
-        if not taken:
-            p = n
-            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
-                d_out[p] = d_out[p - 1]
-                i_out[p] = i_out[p - 1]
-                p -= 1
-            d_out[p] = near_d[r]
-            i_out[p] = near_i[r]
-            n += 1
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _scan_rows(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of,
-               classes, use_piece, n_match, d_out, i_out, carries):
-    for t in numba.prange(partial.shape[0]):
-        _scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
-                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class,
-                      sentence_of, classes, use_piece, n_match, d_out, i_out, carries):
-    for t in range(partial.shape[0]):
-        _scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
-                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
-
-
-@numba.njit(cache=True, nogil=True)
-def _select_row(partial, q_norm, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
-    """The ``len(d_out)`` nearest entries (among those ``allowed`` with ``use_mask``) in
-    (distance, index) order into ``d_out, i_out`` (the caller pads the rest)."""
-    w = d_out.shape[0]
-    n_entries = partial.shape[0]
-    qn = np.float64(q_norm)
-    q_margin = rel * qn
-    hi_list = np.empty(w)
-    n_hi = 0
-    cut = np.inf
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    n_kept = 0
-    for j in range(n_entries):
-        if use_mask and not allowed[j]:
-            continue
-        d = np.float64(partial[representative[j]]) + qn
-        if d < 0.0:
-            d = 0.0
-        e = q_margin + key_margin[j]
-        lo = d - e
-        if lo > cut:
-            continue
-        kept[n_kept] = j
-        kept_lo[n_kept] = lo
-        n_kept += 1
-        hi = d + e
-        if hi < cut:
-            n_hi = _insert_value(hi_list, n_hi, hi)
-            if n_hi == w:
-                cut = hi_list[w - 1]
-    n = 0
-    for c in range(n_kept):
-        if not kept_lo[c] > cut:
-            j = kept[c]
-            n = _insert(d_out, i_out, n, _exact_d2(q, keys[j]), j)
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _select_rows(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
-    for t in numba.prange(partial.shape[0]):
-        _select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
-                    d_out[t], i_out[t])
-
-
-@numba.njit(cache=True, nogil=True)
-def _select_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
-    for t in range(partial.shape[0]):
-        _select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
-                    d_out[t], i_out[t])
-
-
-@numba.njit(cache=True, nogil=True)
-def _sequence_rows(token_class, sentence_of, order, sorted_class, flat, bounds, out):
-    n_entries = token_class.shape[0]
-    for r in range(bounds.shape[0] - 1):
-        a = bounds[r]
-        n = bounds[r + 1] - a
-        if n == 0:
-            continue
-        lo = np.searchsorted(sorted_class, flat[a])
-        hi = np.searchsorted(sorted_class, flat[a] + 1)
-        for p in range(lo, hi):
-            j = order[p]
-            if j + n > n_entries or out[r, sentence_of[j]]:
-                continue
-            same = True
-            for i in range(1, n):
-                if token_class[j + i] != flat[a + i] or sentence_of[j + i] != sentence_of[j]:
-                    same = False
-                    break
-            if same:
-                out[r, sentence_of[j]] = True

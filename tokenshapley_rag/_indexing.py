@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag._datastore import CachedSentence, Datastore, SentenceCache, SentenceRecord, storage_keys
+from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._limits import checkpoint
 from tokenshapley_rag._memo import LRUMemo

@@ -1,8 +1,9 @@
-"""The compiled (numba) kernels of the attribution pipeline: the token game's per-sentence
-values and the context game's span rows. Each has a numpy oracle in the tests; the callers
-that check their input and pick serial or parallel are in ``_token_game`` and
-``_context_game`` (the datastore's search kernels stay in ``_datastore``, the Shapley
-closed form in ``shapley``)."""
+"""The compiled (numba) kernels of the attribution pipeline, in one place: the token game's
+per-sentence values, the context game's span rows, and the datastore's search (the exact
+float64 distances, the candidate scans and the sequence search). Each has a numpy oracle in
+the tests; the callers that check their input and pick serial or parallel are in
+``_token_game``, ``_context_game`` and ``_datastore`` (the Shapley closed form's kernels stay
+next to its public functions in ``shapley``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import numpy as np
 
 from tokenshapley_rag.shapley import _shapley_row
 
-__all__ = ["sentence_value_row", "sentence_value_rows", "sentence_value_rows_serial", "span_game_rows"]
+__all__ = [
+    "exact_d2", "exact_rows", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
+    "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows",
+]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -137,3 +141,276 @@ def sentence_value_rows_serial(d2, idx, game_classes, use_piece, token_class, pi
     for t in range(d2.shape[0]):
         classes = piece_class if use_piece[t] else token_class
         sentence_value_row(d2[t], idx[t], game_classes[t], classes, sentence_of, k, auto, gamma, out[t])
+
+
+# ---------------------------------------------------------------- the datastore's search
+
+
+@numba.njit(cache=True, nogil=True)
+def exact_d2(q, key):
+    """``sum_i (q_i - k_i)^2`` of two float32 vectors in float64, in one fixed order: eight
+    interleaved partial sums (``i mod 8``) added as a fixed tree, then the tail. numba
+    compiles without fastmath, so LLVM may not reassociate or contract it (it may put the
+    eight sums in one vector register, which adds lane by lane alike): for the same two
+    vectors, the same bits in every compiled variant, thread and block of queries."""
+    n = q.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    s6 = 0.0
+    s7 = 0.0
+    i = 0
+    while i + 8 <= n:
+        t0 = np.float64(q[i]) - np.float64(key[i])
+        t1 = np.float64(q[i + 1]) - np.float64(key[i + 1])
+        t2 = np.float64(q[i + 2]) - np.float64(key[i + 2])
+        t3 = np.float64(q[i + 3]) - np.float64(key[i + 3])
+        t4 = np.float64(q[i + 4]) - np.float64(key[i + 4])
+        t5 = np.float64(q[i + 5]) - np.float64(key[i + 5])
+        t6 = np.float64(q[i + 6]) - np.float64(key[i + 6])
+        t7 = np.float64(q[i + 7]) - np.float64(key[i + 7])
+        s0 += t0 * t0
+        s1 += t1 * t1
+        s2 += t2 * t2
+        s3 += t3 * t3
+        s4 += t4 * t4
+        s5 += t5 * t5
+        s6 += t6 * t6
+        s7 += t7 * t7
+        i += 8
+    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while i < n:
+        t = np.float64(q[i]) - np.float64(key[i])
+        s += t * t
+        i += 1
+    return s
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def exact_rows(q, keys, out):
+    for t in numba.prange(q.shape[0]):
+        for j in range(keys.shape[0]):
+            out[t, j] = exact_d2(q[t], keys[j])
+
+
+@numba.njit(cache=True, nogil=True)
+def insert(dist, index, n, d, j):
+    """Put entry ``j`` at distance ``d`` into the list ``dist[:n], index[:n]`` sorted by
+    (distance, index), keeping its capacity ``len(dist)``; entries arrive by ascending
+    index, so an equal distance goes after the ones already there. Returns the new length."""
+    cap = dist.shape[0]
+    if n == cap and not d < dist[n - 1]:
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and d < dist[p - 1]:
+        dist[p] = dist[p - 1]
+        index[p] = index[p - 1]
+        p -= 1
+    dist[p] = d
+    index[p] = j
+    return n + 1 if n < cap else n
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_value(vals, n, v):
+    """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
+    returns the new length."""
+    cap = vals.shape[0]
+    if n == cap and not v < vals[n - 1]:
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and v < vals[p - 1]:
+        vals[p] = vals[p - 1]
+        p -= 1
+    vals[p] = v
+    return n + 1 if n < cap else n
+
+
+# Why the pre-selection is exact (both scans below). From the float32 row, ``d`` (|q|^2
+# added in float64, clipped at 0) bounds entry j's float64 distance x_j (exact_d2) to
+# [lo_j, hi_j] = [d - e_j, d + e_j] (_preselect_margin). A list of capacity c keeps the c
+# smallest upper bounds; its largest, the cut, is at least the c-th smallest x (c entries
+# have x <= their hi <= cut). Every entry among the c nearest in (x, index) order, ties at
+# the c-th included, has x at most the c-th smallest, so lo <= x <= cut. The cut only
+# falls during the pass, so the entries kept as they come (lo at most the cut so far)
+# include them all; those still under the final cut are measured exactly and inserted,
+# by ascending index, into a list sorted by (x, index): the c nearest, whatever the
+# float32 rounding was. (A NaN bound keeps its entry: only finite bounds rule one out.)
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
+              use_piece, n_match, d_out, i_out, carries):
+    m = d_out.shape[0]
+    n_entries = partial.shape[0]
+    classes = piece_class if use_piece else token_class
+    qn = np.float64(q_norm)
+    q_margin = rel * qn
+    near_hi = np.empty(m)
+    match_hi = np.empty(max(n_match, 1))
+    n_near_hi = 0
+    n_match_hi = 0
+    near_cut = np.inf if m > 0 else -np.inf  # -inf: no list, nothing kept for it
+    match_cut = np.inf if n_match > 0 else -np.inf
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    n_kept = 0
+    for j in range(n_entries):
+        d = np.float64(partial[representative[j]]) + qn
+        if d < 0.0:
+            d = 0.0
+        e = q_margin + key_margin[j]
+        lo = d - e
+        same = classes[j] == cls
+        if same:
+            carries[sentence_of[j]] = True
+            if lo > near_cut and lo > match_cut:
+                continue
+        elif lo > near_cut:
+            continue  # most entries: too far to be a player
+        kept[n_kept] = j
+        kept_lo[n_kept] = lo
+        n_kept += 1
+        hi = d + e
+        if hi < near_cut:
+            n_near_hi = insert_value(near_hi, n_near_hi, hi)
+            if n_near_hi == m:
+                near_cut = near_hi[m - 1]
+        if same and hi < match_cut:
+            n_match_hi = insert_value(match_hi, n_match_hi, hi)
+            if n_match_hi == n_match:
+                match_cut = match_hi[n_match - 1]
+    near_d = np.empty(m)
+    near_i = np.empty(m, np.int64)
+    match_d = np.empty(max(n_match, 1))
+    match_i = np.empty(max(n_match, 1), np.int64)
+    n_near = 0
+    n_same = 0
+    for c in range(n_kept):
+        j = kept[c]
+        lo = kept_lo[c]
+        in_near = not lo > near_cut
+        in_match = n_match > 0 and not lo > match_cut and classes[j] == cls
+        if in_near or in_match:
+            x = exact_d2(q, keys[j])
+            if in_match:
+                n_same = insert(match_d, match_i, n_same, x, j)
+            if in_near:
+                n_near = insert(near_d, near_i, n_near, x, j)
+    # The matched players, then the nearest others until there are m (the m nearest are
+    # m distinct entries, so there always are), all in (distance, index) order.
+    n = 0
+    for r in range(n_same):
+        n = insert(d_out, i_out, n, match_d[r], match_i[r])
+    for r in range(n_near):
+        if n == m:
+            break
+        taken = False
+        for s in range(n_same):
+            if match_i[s] == near_i[r]:
+                taken = True
+                break
+        if not taken:
+            p = n
+            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
+                d_out[p] = d_out[p - 1]
+                i_out[p] = i_out[p - 1]
+                p -= 1
+            d_out[p] = near_d[r]
+            i_out[p] = near_i[r]
+            n += 1
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def scan_rows(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of,
+               classes, use_piece, n_match, d_out, i_out, carries):
+    for t in numba.prange(partial.shape[0]):
+        scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
+                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, token_class, piece_class,
+                      sentence_of, classes, use_piece, n_match, d_out, i_out, carries):
+    for t in range(partial.shape[0]):
+        scan_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, token_class, piece_class,
+                  sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def select_row(partial, q_norm, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    """The ``len(d_out)`` nearest entries (among those ``allowed`` with ``use_mask``) in
+    (distance, index) order into ``d_out, i_out`` (the caller pads the rest)."""
+    w = d_out.shape[0]
+    n_entries = partial.shape[0]
+    qn = np.float64(q_norm)
+    q_margin = rel * qn
+    hi_list = np.empty(w)
+    n_hi = 0
+    cut = np.inf
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    n_kept = 0
+    for j in range(n_entries):
+        if use_mask and not allowed[j]:
+            continue
+        d = np.float64(partial[representative[j]]) + qn
+        if d < 0.0:
+            d = 0.0
+        e = q_margin + key_margin[j]
+        lo = d - e
+        if lo > cut:
+            continue
+        kept[n_kept] = j
+        kept_lo[n_kept] = lo
+        n_kept += 1
+        hi = d + e
+        if hi < cut:
+            n_hi = insert_value(hi_list, n_hi, hi)
+            if n_hi == w:
+                cut = hi_list[w - 1]
+    n = 0
+    for c in range(n_kept):
+        if not kept_lo[c] > cut:
+            j = kept[c]
+            n = insert(d_out, i_out, n, exact_d2(q, keys[j]), j)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def select_rows(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    for t in numba.prange(partial.shape[0]):
+        select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
+                    d_out[t], i_out[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def select_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
+    for t in range(partial.shape[0]):
+        select_row(partial[t], q_norms[t], q[t], keys, key_margin, rel, representative, allowed[t], use_mask,
+                    d_out[t], i_out[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def sequence_rows(token_class, sentence_of, order, sorted_class, flat, bounds, out):
+    n_entries = token_class.shape[0]
+    for r in range(bounds.shape[0] - 1):
+        a = bounds[r]
+        n = bounds[r + 1] - a
+        if n == 0:
+            continue
+        lo = np.searchsorted(sorted_class, flat[a])
+        hi = np.searchsorted(sorted_class, flat[a] + 1)
+        for p in range(lo, hi):
+            j = order[p]
+            if j + n > n_entries or out[r, sentence_of[j]]:
+                continue
+            same = True
+            for i in range(1, n):
+                if token_class[j + i] != flat[a + i] or sentence_of[j + i] != sentence_of[j]:
+                    same = False
+                    break
+            if same:
+                out[r, sentence_of[j]] = True

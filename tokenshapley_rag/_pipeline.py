@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._citations import assemble_citations
-from tokenshapley_rag._datastore import Datastore, SentenceCache
+from tokenshapley_rag._datastore import Datastore
+from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._indexing import DatastoreBuilder
 from tokenshapley_rag._memo import LRUMemo
