@@ -211,3 +211,23 @@ def test_chunks_of_one_loaded_file_are_one_document():
     ]
     sources, _ = documents_to_sources(docs)
     assert [s.document for s in sources] == ["/data/eiffel.md", "/data/eiffel.md", None, None]
+
+
+def test_chunks_of_one_file_support_each_other(ts):
+    """What a text splitter hands back for one loaded file: chunks that share its
+    metadata["source"]. The subject is named in one chunk and its date stated in another;
+    both are supported (each chunk its own source, the subject came out flagged)."""
+    chunks = [
+        "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
+        "It is named after the engineer Gustave Eiffel, whose company designed and built the tower.",
+        "Construction was completed on 31 March 1889, in time for the World's Fair.",
+        "The tower is 330 metres tall, about the same height as an 81-storey building.",
+    ]
+    docs = [Document(id=f"eiffel-{i}", page_content=c, metadata={"source": "docs/eiffel.md"}) for i, c in enumerate(chunks)]
+    out = TokenShapleyCitations(ts).invoke({
+        "input": "When was the Eiffel Tower completed and how tall is it?", "context": docs,
+        "answer": "The Eiffel Tower was completed on 31 March 1889. It is 330 metres tall.",
+    })
+    statuses = {c["text"]: c["status"] for c in out}
+    assert statuses["Eiffel Tower"] == statuses["31 March 1889"] == statuses["330 metres"] == "supported"
+    assert set(statuses.values()) == {"supported"}
