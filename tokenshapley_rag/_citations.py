@@ -246,9 +246,9 @@ def keyword_statuses(
     for r, (kw, _) in enumerate(cited):
         if kw.kind == "name":
             subject.setdefault(kw_sentence[r], r)
-    held_by_source = np.zeros((n_kw, n_documents), dtype=bool)
+    held_by_document = np.zeros((n_kw, n_documents), dtype=bool)
     rows, cols = np.nonzero(held)
-    held_by_source[rows, sentence_document[cols]] = True
+    held_by_document[rows, sentence_document[cols]] = True
     answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
     statuses: list[str] = []
     allowed = np.zeros_like(held)
@@ -264,15 +264,15 @@ def keyword_statuses(
         others = [
             o for o in range(n_kw)
             if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
-            and held_by_source[o].any()
+            and held_by_document[o].any()
         ]
         subject_sources = None
         the_subject = subject.get(kw_sentence[r])
-        if the_subject is not None and the_subject != r and held_by_source[the_subject].any():
-            subject_sources = held_by_source[the_subject]  # a value is checked against the subject
+        if the_subject is not None and the_subject != r and held_by_document[the_subject].any():
+            subject_sources = held_by_document[the_subject]  # a value is checked against the subject
         elif the_subject == r and others:
             # The subject is checked against the sources holding the most of the rest.
-            agreement = held_by_source[others].sum(axis=0)
+            agreement = held_by_document[others].sum(axis=0)
             subject_sources = agreement == agreement.max()
         status, ok, rival = keyword_status(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,

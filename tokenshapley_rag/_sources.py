@@ -3,14 +3,16 @@ no torch: the CLI and chain evaluation check their inputs before loading one).""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from typing import Any
 
 from tokenshapley_rag._text import check_text
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import DuplicateSourceIdError, EmptyTextError, InvalidInputTypeError
 
-__all__ = ["coerce_sources", "document_index"]
+__all__ = ["coerce_sources", "demo_passages", "document_index", "document_name"]
 
 
 def coerce_sources(sources: Iterable[Any]) -> list[Source]:
@@ -84,6 +86,17 @@ def coerce_sources(sources: Iterable[Any]) -> list[Source]:
     return out
 
 
+def document_name(value: Any) -> str | None:
+    """``value`` as a :attr:`Source.document`: a non-blank string, else None. How the
+    integrations read a chunk's document (LlamaIndex's ``ref_doc_id``, LangChain's
+    ``metadata["source"]``): a chunk naming none is a document of its own.
+
+    >>> document_name("docs/eiffel.md"), document_name("  "), document_name(None), document_name(7)
+    ('docs/eiffel.md', None, None, None)
+    """
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def document_index(sources: list[Source]) -> list[int]:
     """Each source's document as an index: sources naming the same ``document`` share
     one, and a source without one is a document of its own.
@@ -95,3 +108,13 @@ def document_index(sources: list[Source]) -> list[int]:
     # A source without a document is keyed by its position, which no document name equals.
     return [index.setdefault(("doc", s.document) if s.document is not None else ("pos", i), len(index))
             for i, s in enumerate(sources)]
+
+
+def demo_passages() -> tuple[str, list[Source]]:
+    """The bundled demo question and its passages (``tokenshapley demo``, the warm-up).
+
+    >>> question, sources = demo_passages(); [s.id for s in sources]
+    ['eiffel', 'statue', 'bigben']
+    """
+    data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
+    return data["question"], coerce_sources(data["sources"])

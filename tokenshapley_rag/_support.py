@@ -154,7 +154,7 @@ def _year_months(date: str) -> set[tuple[str | None, int]]:
     ([('2017', 9)], [(None, 1)])
     """
     months = {_MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(date)) if w in _MONTHS and len(w) >= 3}
-    years = {v for _, _, v in value_spans(date) if len(v) == 4 and v.isdigit()} or {None}
+    years = {v for _, _, v in value_spans(date) if _is_year(v)} or {None}
     return {(y, m) for y in years for m in months}
 
 
@@ -215,6 +215,11 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     return bool(k.stems) and k.stems <= f.stems
 
 
+def _is_year(value: str) -> bool:
+    """Whether a number value reads as a year in a date (four digits)."""
+    return len(value) == 4 and value.isdigit()
+
+
 def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
     """Whether a date keyword's years and months are written together in the sentence:
     "September 29, 2018" is not held by "September 29, 2017 ... February 2, 2018", which has
@@ -224,7 +229,7 @@ def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
     """
     if k.kind != "date" or not k.months or not f.year_months:
         return True
-    years = {v for v in k.numbers if len(v) == 4 and v.isdigit()}
+    years = {v for v in k.numbers if _is_year(v)}
     if not years:
         return True
     for year in years:

@@ -14,11 +14,11 @@ such call.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
+
+from tokenshapley_rag._sources import demo_passages
 
 __all__ = ["WarmupReport", "warm_up"]
 
@@ -49,11 +49,11 @@ def warm_up(ts: Any) -> WarmupReport:
     >>> warm_up(TokenShapley()).n_citations  # doctest: +SKIP
     10
     """
-    data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
+    question, sources = demo_passages()
     t0 = time.perf_counter()
-    result = ts.attribute(query=data["question"], sources=data["sources"], response=WARMUP_ANSWER)
+    result = ts.attribute(query=question, sources=sources, response=WARMUP_ANSWER)
     t1 = time.perf_counter()
-    stream = ts.stream(data["question"], data["sources"])
+    stream = ts.stream(question, sources)
     for start in range(0, len(WARMUP_ANSWER), 24):
         stream.feed(WARMUP_ANSWER[start : start + 24])
     stream.finish()

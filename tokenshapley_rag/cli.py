@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +109,11 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from tokenshapley_rag._sources import coerce_sources
+    from tokenshapley_rag._sources import demo_passages
     from tokenshapley_rag._generate import generate_answer
 
-    data = json.loads(resources.files("tokenshapley_rag.data").joinpath("demo_passages.json").read_text(encoding="utf-8"))
-    query = args.question or data["question"]
-    sources = coerce_sources(data["sources"])
+    question, sources = demo_passages()
+    query = args.question or question
     ts = _engine(args)
     _status(f"Question: {query}")
     _status(f"Generating an answer with the local model (up to {args.max_new_tokens} tokens) ...")

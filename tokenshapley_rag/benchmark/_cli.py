@@ -9,7 +9,6 @@ no model code at import time.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ from tokenshapley_rag.benchmark._data import (
     load_dataset,
 )
 from tokenshapley_rag.benchmark._protocols import run_ablation_eval, run_ranking_eval
-from tokenshapley_rag.benchmark._runner import partial_path, run_span_eval
+from tokenshapley_rag.benchmark._runner import emit_report, partial_path, run_span_eval
 from tokenshapley_rag.benchmark._support import add_support_arguments, run_support_cli, wants_support
 from tokenshapley_rag._cli_options import int_at_least
 
@@ -201,11 +200,7 @@ def run_eval(
                 progress=True, resume_path=resume, extra_config=extra,
             )
     out = report.to_json()
-    text = json.dumps(out, indent=2, ensure_ascii=False)
-    if json_out is not None:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit_report(out, json_out)
     print(_summary_line(args.dataset, report.method, report.n, out["metrics"]), file=sys.stderr)
     return 0
 

@@ -38,7 +38,7 @@ from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 if TYPE_CHECKING:  # _baselines imports _data, which this package imports first
     from tokenshapley_rag.benchmark._baselines import SpanAttributor
 
-__all__ = ["EvalReport", "partial_path", "run_span_eval"]
+__all__ = ["EvalReport", "emit_report", "partial_path", "run_span_eval"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,16 @@ def _score_example(
         "seconds_total": time.perf_counter() - t0,
         "spans": spans,
     }
+
+
+def emit_report(out: dict[str, Any], json_out: str | Path | None) -> None:
+    """Print a report's JSON (``out``) on stdout, and write it to ``json_out`` too when given
+    (its folder is created)."""
+    text = json.dumps(out, indent=2, ensure_ascii=False)
+    if json_out is not None:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(text + "\n", encoding="utf-8")
+    print(text)
 
 
 def partial_path(json_out: str | Path) -> Path:

@@ -1093,7 +1093,7 @@ def wants_support(args: argparse.Namespace) -> bool:
 
 def run_support_cli(args: argparse.Namespace, attributor_factory: Callable[[str, Any], Any]) -> int:
     """``tokenshapley eval --protocol support`` / ``--dataset support``: run, print, write."""
-    from tokenshapley_rag.benchmark._runner import partial_path
+    from tokenshapley_rag.benchmark._runner import emit_report, partial_path
     from tokenshapley_rag.benchmark._data import load_dataset
 
     ds = args.dataset
@@ -1136,11 +1136,7 @@ def run_support_cli(args: argparse.Namespace, attributor_factory: Callable[[str,
         cap = args.max_source_chars if args.max_source_chars and args.max_source_chars > 0 else None
         report = run_support_set_eval(ds, ts, items, max_source_chars=cap, resume_path=resume, extra_config=extra)
     out = report.to_json()
-    text = json.dumps(out, indent=2, ensure_ascii=False)
-    if json_out is not None:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit_report(out, json_out)
     print(format_table(out), file=sys.stderr)
     return 0
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokenshapley_rag._sources import document_name
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
@@ -147,8 +148,8 @@ def _node_source(nws: Any, rank: int) -> tuple[int, Source | None]:
     score = getattr(nws, "score", None)
     if isinstance(score, (int, float)):
         metadata.setdefault("retrieval_score", float(score))
-    document = getattr(node, "ref_doc_id", None)  # the ingested document the node was parsed from
-    source = Source(str(node_id), text, metadata, document if isinstance(document, str) and document.strip() else None)
+    # the ingested document the node was parsed from
+    source = Source(str(node_id), text, metadata, document_name(getattr(node, "ref_doc_id", None)))
     return rank, (source if text.strip() else None)
 
 
@@ -160,8 +161,8 @@ def _document_source(doc: Any, rank: int) -> tuple[int, Source | None]:
         )
     doc_id = getattr(doc, "id", None) or str(rank - 1)
     metadata = dict(getattr(doc, "metadata", None) or {})
-    document = metadata.get("source")  # the file or URL a loader read; splitters copy it into each chunk
-    source = Source(str(doc_id), text, metadata, document if isinstance(document, str) and document.strip() else None)
+    # the file or URL a loader read; splitters copy it into each chunk
+    source = Source(str(doc_id), text, metadata, document_name(metadata.get("source")))
     return rank, (source if text.strip() else None)
 
 

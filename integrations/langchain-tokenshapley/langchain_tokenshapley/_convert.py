@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from tokenshapley_rag import AttributionResult, KeywordCitation, SentenceVerdict, Source, TokenShapley
+from tokenshapley_rag._sources import document_name
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 __all__ = [
@@ -118,8 +119,7 @@ def documents_to_sources(
 def document_of(metadata: Mapping[str, Any]) -> str | None:
     """The document a LangChain chunk was cut from: its ``metadata["source"]`` when that is
     a non-blank string (loaders set it, splitters copy it), else None."""
-    value = metadata.get("source")
-    return value if isinstance(value, str) and value.strip() else None
+    return document_name(metadata.get("source"))
 
 
 def citation_to_dict(

@@ -82,6 +82,7 @@ from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from tokenshapley_rag import AttributionResult, KeywordCitation, Source, TokenScores, TokenShapley, footnote_numbers
+from tokenshapley_rag._sources import document_name
 
 __all__ = [
     "TokenShapleyPostprocessor",
@@ -130,7 +131,7 @@ def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
             continue
         seen.add(node_id)
         # Chunks of one ingested document back each other when support is checked.
-        out.append(Source(id=node_id, text=text, metadata=dict(n.node.metadata or {}), document=n.node.ref_doc_id))
+        out.append(Source(id=node_id, text=text, metadata=dict(n.node.metadata or {}), document=document_name(n.node.ref_doc_id)))
     return out
 
 
