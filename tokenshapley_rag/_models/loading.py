@@ -138,6 +138,46 @@ class LoadedModel:
     path: Path | None = None
 
 
+def usable_device(device: str | torch.device) -> torch.device:
+    """``device`` as a :class:`torch.device` this machine can encode on, checked before a
+    model is loaded (so a wrong device costs no weight loading).
+
+    Raises :class:`InvalidInputError` naming the device when torch does not know it, when
+    it is the ``meta`` device (it holds shapes, no weights: nothing can be encoded there),
+    or when this build of torch or this machine lacks it: ``cuda`` without a CUDA device
+    (or ``cuda:N`` past the last one), ``mps`` without Metal, ``xpu`` without an XPU.
+
+    >>> usable_device("cpu"), usable_device(torch.device("cpu", 0))
+    (device(type='cpu'), device(type='cpu', index=0))
+    >>> usable_device("meta")
+    Traceback (most recent call last):
+    ...
+    tokenshapley_rag.errors.InvalidInputError: device='meta' holds no weights, so nothing can be encoded there; use 'cpu', 'cuda' or 'mps'
+    """
+    try:
+        torch_device = torch.device(device)
+    except (RuntimeError, ValueError) as e:
+        raise InvalidInputError(f"unknown device {device!r}: {e}") from e
+    kind = torch_device.type
+    if kind == "meta":
+        raise InvalidInputError(
+            "device='meta' holds no weights, so nothing can be encoded there; use 'cpu', 'cuda' or 'mps'"
+        )
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise InvalidInputError(f"device={str(device)!r}: this torch build or machine has no CUDA device")
+        if torch_device.index is not None and torch_device.index >= count:
+            raise InvalidInputError(
+                f"device={str(device)!r}: CUDA device indices are 0..{count - 1} on this machine"
+            )
+    elif kind == "mps" and not (torch.backends.mps.is_built() and torch.backends.mps.is_available()):
+        raise InvalidInputError(f"device={str(device)!r}: this torch build or machine has no MPS (Metal) device")
+    elif kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
+        raise InvalidInputError(f"device={str(device)!r}: this torch build or machine has no XPU device")
+    return torch_device
+
+
 def load_causal_lm(
     model: str | os.PathLike[str] | transformers.PreTrainedModel | None = None,
     tokenizer: str | os.PathLike[str] | transformers.PreTrainedTokenizerBase | None = None,
@@ -184,7 +224,8 @@ def load_causal_lm(
     InvalidInputTypeError
         An argument has the wrong type, or a loaded model came without a tokenizer.
     InvalidInputError
-        ``device`` names no device torch knows.
+        ``device`` names no device torch knows, the meta device, or a device this
+        machine does not have (:func:`usable_device`); checked before any loading.
 
     Notes
     -----
@@ -221,10 +262,7 @@ def load_causal_lm(
         raise InvalidInputTypeError(
             f"device must be a str or torch.device, not {type(device).__name__}"
         )
-    try:
-        torch_device = torch.device(device)
-    except (RuntimeError, ValueError) as e:
-        raise InvalidInputError(f"unknown device {device!r}: {e}") from e
+    torch_device = usable_device(device)
     if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
         raise InvalidInputTypeError(
             f"cache_dir must be a str or path-like, not {type(cache_dir).__name__}"
@@ -258,7 +296,7 @@ def load_causal_lm(
     tie_output_embeddings_if_missing(lm, name)
     try:
         lm = lm.to(device=torch_device, dtype=dtype)
-    except (RuntimeError, ValueError, TypeError) as e:
+    except (RuntimeError, ValueError, TypeError, AssertionError) as e:  # torch asserts on a backend it lacks
         raise ModelLoadError(
             f"could not move model {name!r} to {torch_device} / {dtype}: {e}"
         ) from e

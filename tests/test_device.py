@@ -1,0 +1,67 @@
+"""The device plumbing, proved on the CPU: which devices are accepted, that a wrong one is a
+typed error raised before any weights load, and that an explicit CPU device is the default path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tokenshapley_rag import TokenShapley
+from tokenshapley_rag._models.loading import usable_device
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:0", torch.device("cpu")])
+def test_cpu_is_usable(device) -> None:
+    assert usable_device(device).type == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("device", "names"),
+    [
+        ("meta", "holds no weights"),
+        ("tpu", "unknown device 'tpu'"),
+        ("", "unknown device ''"),
+        pytest.param(
+            "cuda", "no CUDA device",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device"),
+        ),
+        pytest.param(
+            "mps", "no MPS",
+            marks=pytest.mark.skipif(torch.backends.mps.is_available(), reason="this machine has Metal"),
+        ),
+    ],
+)
+def test_unusable_device_is_named(device, names: str) -> None:
+    with pytest.raises(InvalidInputError, match=names):
+        usable_device(device)
+
+
+def test_cuda_index_past_the_last_device() -> None:
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    with pytest.raises(InvalidInputError, match="CUDA"):
+        usable_device(f"cuda:{count}")
+
+
+def test_wrong_device_fails_before_any_loading(tmp_path) -> None:
+    # The model path does not exist: were the weights looked for first, this would be a
+    # ModelNotFoundError. The device is checked first, so a typo costs no load.
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(InvalidInputError, match="meta"):
+        TokenShapley.from_pretrained(missing, device="meta", cache_dir=tmp_path)
+    with pytest.raises(InvalidInputTypeError, match="device must be"):
+        TokenShapley.from_pretrained(missing, device=0, cache_dir=tmp_path)
+
+
+def test_explicit_cpu_device_gives_the_default_citations(ts, cache_root) -> None:
+    explicit = TokenShapley.from_pretrained(device=torch.device("cpu"), cache_dir=cache_root)
+    assert next(explicit.encoder.loaded.model.parameters()).device.type == "cpu"
+    sources = ["The Eiffel Tower is 330 metres tall.", "Big Ben was completed in 1859."]
+    response = "The Eiffel Tower is 330 metres tall; Big Ben dates from 1859."
+    a = ts.attribute(query="How tall?", sources=sources, response=response)
+    b = explicit.attribute(query="How tall?", sources=sources, response=response)
+    assert [(c.text, c.status, c.best.source_id if c.best else None) for c in a.citations] == [
+        (c.text, c.status, c.best.source_id if c.best else None) for c in b.citations
+    ]
+    np.testing.assert_allclose([c.support for c in a.citations], [c.support for c in b.citations], atol=1e-6)
