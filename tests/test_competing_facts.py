@@ -29,6 +29,8 @@ WRONG_FACTS = [
     ("The Golden Gate Bridge opened to traffic in 1989.", "1989", "goldengate1"),
     ("The Brooklyn Bridge in New York City opened in 1887.", "1887", "brooklyn1"),
     ("Lise Meitner died in 1833 in Cambridge.", "1833", "meitner2"),
+    # a rank written in words is a number: Marseille's rank, not Lyon's
+    ("Lyon is the second-largest city in France.", "second-largest", "lyon1"),
 ]
 
 CORRECT = [
@@ -44,6 +46,8 @@ CORRECT = [
     "Lise Meitner was born in Vienna in 1878 and died in 1968 in Cambridge.",
     "The Rhine flows into the North Sea. The Danube flows into the Black Sea.",
     "The Danube is very long.",
+    "Lyon is the third-largest city in France.",
+    "Marseille is the second-largest city in France.",
 ]
 
 

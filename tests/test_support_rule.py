@@ -53,6 +53,10 @@ def held(text, kind):
         ("physics", "word", [False, False, False, True, False]),
         ("flowing", "word", [False] * 5),
         ("lengths", "word", [True, False, False, False, False]),
+        # numbers in words are values: a rank by its rank, whatever the rest of the word
+        ("second-longest", "number", [True, False, False, False, False]),
+        ("2nd", "number", [True, False, False, False, False]),
+        ("third-longest", "number", [False] * 5),
     ],
 )
 def test_holding_follows_the_match_rule(text, kind, expected):

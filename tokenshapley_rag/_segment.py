@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
+    "word_number_spans", "word_number_value",
     "STOPWORDS", "FILLERS",
 ]
 
@@ -372,6 +373,8 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 kind = "name" if piece[:1].isupper() and not opens else "word"
         elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
+        elif kind == "word" and word_number_value(piece) is not None:
+            kind = "number"  # "fifteen", "second-largest": a count or a rank, checked by value
         elif kind == "number" and _YEAR.fullmatch(piece):
             kind = "date"  # a bare year, or a range of years ("2008-2010", "2022-23")
         units.append(Keyword(start, end, piece, kind))
@@ -447,6 +450,62 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
         if a > 0 and text[a - 1] == "." and (a < 2 or not text[a - 2].isdigit()) and m.group()[:1].isdigit():
             a -= 1
         out.append((a, m.end(), number_value(text[a : m.end()])))
+    return out
+
+
+_UNITS = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth"
+).split()
+_TENS_ORDINALS = "twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split()
+# "one" is left out: a stopword far more often than a count ("one of the", "the one").
+_CARDINAL_WORDS = {w: i for i, w in enumerate(_UNITS, 2)} | {w: 10 * i for i, w in enumerate(_TENS, 2)}
+_ORDINAL_WORDS = {w: i for i, w in enumerate(_ORDINALS, 1)} | {w: 10 * i for i, w in enumerate(_TENS_ORDINALS, 2)}
+_ONES = {"one": 1, **{w: v for w, v in _CARDINAL_WORDS.items() if v < 10}}
+_FRACTIONS = frozenset(("half", "halves", "quarter", "quarters"))
+_NUMBER_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+
+
+def word_number_value(word: str) -> str | None:
+    """The value of a number written in words, in digits as :func:`value_spans` gives it
+    ("2nd" and "second" are both 2), or None. A cardinal or ordinal from two / first to
+    ninety-nine / ninety-ninth, alone or opening a hyphenated word ("second-largest": the rank
+    is the fact, the rest its unit).
+
+    >>> [word_number_value(w) for w in ["fifteen", "Fifty-seven", "twenty-first", "second-largest", "three-time"]]
+    ['15', '57', '21', '2', '3']
+    >>> [word_number_value(w) for w in ["one", "seconds", "tenfold", "forty-two-year-old", "Seventh-day", "two-thirds"]]
+    [None, None, None, '42', '7', None]
+    """
+    parts = word.casefold().split("-")
+    head = parts[0]
+    if len(parts) > 1 and (parts[1] in _FRACTIONS or (parts[1].endswith("s") and parts[1][:-1] in _ORDINAL_WORDS)):
+        return None  # "two-thirds", "three-quarters": a fraction, not a count
+    if head in _TENS and len(parts) > 1 and parts[1] in _ONES:
+        return str(_CARDINAL_WORDS[head] + _ONES[parts[1]])
+    if head in _TENS and len(parts) > 1 and parts[1] in _ORDINAL_WORDS and _ORDINAL_WORDS[parts[1]] < 10:
+        return str(_CARDINAL_WORDS[head] + _ORDINAL_WORDS[parts[1]])
+    if head in _CARDINAL_WORDS:
+        return str(_CARDINAL_WORDS[head])
+    if head in _ORDINAL_WORDS:
+        return str(_ORDINAL_WORDS[head])
+    return None
+
+
+def word_number_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every number written in words in ``text`` as ``(start, end, value)``
+    (:func:`word_number_value`), beside the digits of :func:`value_spans`.
+
+    >>> word_number_spans("Lyon is the third-largest city; it has two rivers.")
+    [(12, 25, '3'), (39, 42, '2')]
+    """
+    out = []
+    for m in _NUMBER_WORD.finditer(text):
+        value = word_number_value(m.group())
+        if value is not None:
+            out.append((m.start(), m.end(), value))
     return out
 
 

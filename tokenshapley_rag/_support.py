@@ -28,7 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenshapley_rag._segment import _CJK, _INVISIBLE, _NON_KEYWORDS, find_keywords, value_spans, word_pieces
+from tokenshapley_rag._segment import (
+    _CJK,
+    _INVISIBLE,
+    _NON_KEYWORDS,
+    find_keywords,
+    value_spans,
+    word_number_spans,
+    word_pieces,
+)
 
 __all__ = [
     "SentenceFacts",
@@ -109,6 +117,16 @@ def light_stem(word: str) -> str:
     return w
 
 
+def all_values(text: str) -> list[tuple[int, int, str]]:
+    """The numbers of ``text`` in digits and in words, ``(start, end, value)`` in text order:
+    "2nd" and "second", "15" and "fifteen" are one value each.
+
+    >>> [v for _, _, v in all_values("The second of 15 bridges, fifteen in all; the 2nd.")]
+    ['2', '15', '15', '2']
+    """
+    return sorted(value_spans(text) + word_number_spans(text))
+
+
 @dataclass(frozen=True, slots=True)
 class SentenceFacts:
     """What a sentence states, normalised for the match rule."""
@@ -136,7 +154,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     keywords = find_keywords(text)
     names = tuple(" ".join(_name_words(k.text)) for k in keywords if k.kind == "name" and _name_words(k.text))
     return SentenceFacts(
-        numbers=frozenset(v for _, _, v in value_spans(text)),
+        numbers=frozenset(v for _, _, v in all_values(text)),
         months=frozenset(_MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in _MONTHS and len(w) >= 3),
         words=frozenset(words),
         stems=frozenset(light_stem(w) for w in words),
@@ -187,7 +205,7 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     ('golden', 'gate', 'bridge')
     """
     text = _INVISIBLE.sub("", text)
-    numbers = frozenset(v for _, _, v in value_spans(text)) if kind in ("number", "date") else frozenset()
+    numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
     months = frozenset(
         _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
@@ -416,8 +434,8 @@ def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | Non
             ):
                 return a, b
     if kind in ("number", "date"):
-        wanted = {v for _, _, v in value_spans(text)}
-        for a, b, v in value_spans(sentence):
+        wanted = {v for _, _, v in all_values(text)}
+        for a, b, v in all_values(sentence):
             if v in wanted:
                 return a, b
     words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(sentence)]
