@@ -107,6 +107,19 @@ def test_change_number_keeps_the_format():
         assert re.fullmatch(r"[1-9],\d{3}", new) and new != "4,205"
 
 
+def test_numbers_in_words_are_targets_changed_in_words():
+    sources = (Source("a", "Lyon is the third-largest city of France, with fifteen bridges."),)
+    answer = "Lyon is the third-largest city of France, with fifteen bridges."
+    ex = AttributionExample("w", "", sources, answer, (GoldSpan(0, len(answer) - 1, answer[:-1], ("a",)),))
+    assert [(t.text, t.kind) for t in targets(ex)] == [("third-largest", "number"), ("France", "name"), ("fifteen", "number")]
+    assert [t.text for t in control_spans(ex)] == ["third-largest", "France", "fifteen"]
+    (number,) = [c for c in make_changes(ex, []) if c.kind == "number"]  # the span's first number
+    assert number.answer == "Lyon is the fifth-largest city of France, with fifteen bridges."
+    # a value some source holds, in digits or in words, is never the change
+    assert change_number("fifteen", ["16 and seventeen"], "a") == "fourteen"
+    assert change_number("Second", [], "b") == "Fourth" and change_number("one", [], "a") is None
+
+
 def test_change_number_never_returns_a_held_value():
     held = ["3850 and 2,870 and 2,580"]
     for k in "abcdefgh":

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
-    "word_number_spans", "word_number_value",
+    "word_number_spans", "word_number_value", "spell_number",
     "STOPWORDS", "FILLERS",
 ]
 
@@ -492,6 +492,24 @@ def word_number_value(word: str) -> str | None:
     if head in _ORDINAL_WORDS:
         return str(_ORDINAL_WORDS[head])
     return None
+
+
+def spell_number(n: int, *, ordinal: bool = False) -> str | None:
+    """``n`` written in words as :func:`word_number_value` reads them, or None outside
+    2..99 (1..99 for an ordinal).
+
+    >>> spell_number(57), spell_number(21, ordinal=True), spell_number(2, ordinal=True), spell_number(1)
+    ('fifty-seven', 'twenty-first', 'second', None)
+    """
+    low = 1 if ordinal else 2
+    if not low <= n <= 99:
+        return None
+    small = {v: w for w, v in (_ORDINAL_WORDS if ordinal else {**_ONES, **_CARDINAL_WORDS}).items()}
+    if n in small:
+        return small[n]
+    tens = {v: w for w, v in _CARDINAL_WORDS.items()}[n - n % 10]
+    ones = {v: w for w, v in (_ORDINAL_WORDS if ordinal else _ONES).items() if v < 10}[n % 10]
+    return f"{tens}-{ones}"
 
 
 def word_number_spans(text: str) -> list[tuple[int, int, str]]:

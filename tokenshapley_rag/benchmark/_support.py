@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenshapley_rag._segment import STOPWORDS, find_keywords, split_sentences
+from tokenshapley_rag._segment import STOPWORDS, find_keywords, spell_number, split_sentences, word_number_value
+from tokenshapley_rag._support import all_values
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._data import AttributionExample, GoldSpan, dataset_path, default_data_dir
 from tokenshapley_rag.benchmark._metrics import auroc
@@ -226,11 +227,51 @@ def _number_candidates(text: str, h: int) -> list[str]:
     return out
 
 
+_NUMBER_WORD_HEAD = re.compile(r"(?i)^(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-)?[a-z]+")
+
+
+def change_number_words(text: str, sources: Sequence[str], key: str = "") -> str | None:
+    """A number written in words (``word_number_value``) changed in its own format: the
+    number part respelled for another value, cardinal or ordinal as before, its capital and
+    the rest of a hyphenated word kept ("second-largest" -> "third-largest"). Values tried:
+    +1, +2, -1, +3, -2, ... in an order rotated by ``sha1(key)``; the first that no source
+    holds (in digits or in words) is returned, None when none is left.
+
+    >>> change_number_words("Second-largest", [], "a"), change_number_words("fifty-seven", ["58"], "a")
+    ('Third-largest', 'fifty-nine')
+    >>> change_number_words("fifteen", [], "b"), change_number_words("one", [], "a")
+    ('seventeen', None)
+    """
+    value = word_number_value(text)
+    head = _NUMBER_WORD_HEAD.match(text)
+    if value is None or head is None:
+        return None
+    number_part = head.group()
+    if word_number_value(number_part) != value:  # "forty-two-year-old": the head is "forty-two"
+        return None
+    ordinal = number_part.casefold().split("-")[-1] not in {spell_number(n) for n in range(2, 20)} | {
+        spell_number(n) for n in range(20, 100, 10)
+    }
+    held = {v for t in sources for _, _, v in all_values(t)}
+    n = int(value)
+    steps = [1, 2, -1, 3, -2, 4, -3, 5]
+    k = _hash(key) % 2
+    for step in steps[k:] + steps[:k]:
+        word = spell_number(n + step, ordinal=ordinal)
+        if word is None or str(n + step) in held:
+            continue
+        if number_part[:1].isupper():
+            word = word[:1].upper() + word[1:]
+        return word + text[len(number_part) :]
+    return None
+
+
 def change_number(text: str, sources: Sequence[str], key: str = "") -> str | None:
     """The number ``text`` changed in its own format, or None when every change is held.
 
     Only digits change, so separators, decimals, currency, units and width stay (an
-    ordinal suffix follows its new number). Three rules, tried in an order chosen by
+    ordinal suffix follows its new number); a number in words is respelled in words
+    (:func:`change_number_words`). Three rules, tried in an order chosen by
     ``sha1(key)`` (so a set mixes them): the leading digit + 1 (9 -> 8); the first pair of
     adjacent different digits after the leading one swapped; the last non-zero digit
     + 2 (mod 10). Then every single-digit substitution. The first candidate whose value
@@ -245,6 +286,8 @@ def change_number(text: str, sources: Sequence[str], key: str = "") -> str | Non
     >>> change_number("21st", [], "b"), change_number("$3.5 million", [], "a")
     ('12th', '$5.3 million')
     """
+    if not any(ch.isdigit() for ch in text):
+        return change_number_words(text, sources, key)
     held = _numbers_held(sources)
     for cand in _number_candidates(text, _hash(key)):
         if _norm_number(cand) in held or cand.casefold() == text.casefold():
@@ -391,7 +434,7 @@ def _kind_of(answer: str, kw: Any) -> str | None:
     if kw.kind == "date":
         return "date" if _parse_date(text) else None
     if kw.kind == "number":
-        if glued or not any(ch.isdigit() for ch in text):
+        if glued or not (any(ch.isdigit() for ch in text) or word_number_value(text)):
             return None
         return "date" if _DATE_FORMS[-1].match(text) else "number"
     if kw.kind == "name":
