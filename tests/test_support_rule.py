@@ -231,3 +231,18 @@ def test_name_variants_hold_each_other():
     assert held_by("Indian Premier League") == [False, True]
     assert holding_mask(keyword_facts("Indian Premier League", "name"), [sentence_facts("The IPL began in 2008.")], np.array([0])).tolist() == [True]
     assert held_by("IBM") == [False, False] and held_by("Black Sport Coat") == [False, False]
+
+
+@pytest.mark.parametrize(
+    "word, sentence, expected",
+    [
+        ("Maine", "The main theme of the movie is a tune.", False),  # a vowel pair before -ne: no e dropped
+        ("main", "Maine is a state.", False),
+        ("believing", "They believe it.", True),
+        ("troubled", "It was trouble.", True),
+        ("baking", "They bake bread.", True),
+    ],
+)
+def test_a_final_e_is_dropped_only_where_english_drops_it(word, sentence, expected):
+    facts = [sentence_facts(sentence)]
+    assert holding_mask(keyword_facts(word, "word"), facts, np.zeros(1, dtype=int)).tolist() == [expected]

@@ -90,11 +90,28 @@ def _fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+_VOWELS = frozenset("aeiouy")
+# Endings whose final e English drops before -ing / -ed whatever precedes them
+# (believe / believing, trouble / troubled, continue / continuing).
+_SOFT_E = ("ce", "ge", "se", "ve", "ze", "ue", "le", "re")
+
+
+def _drops_e(w: str) -> bool:
+    """Whether the final e of ``w`` is one English drops before -ing / -ed: after a soft
+    ending, or after one consonant that follows one vowel (make / making). Not after a vowel
+    pair ("Maine" is not "main")."""
+    if w.endswith(_SOFT_E):
+        return True
+    return w[-2] not in _VOWELS and w[-3] in _VOWELS and w[-4] not in _VOWELS
+
+
 def light_stem(word: str) -> str:
     """A conservative inflection folder for English (plural, -ed, -ing, -ly, possessive).
 
     >>> [light_stem(w) for w in ["flows", "flowed", "flowing", "cities", "making", "Physics", "long", "running", "bus"]]
     ['flow', 'flow', 'flow', 'city', 'mak', 'physic', 'long', 'run', 'bus']
+    >>> [light_stem(w) for w in ["believe", "believing", "troubled", "trouble", "Maine", "main"]]
+    ['believ', 'believ', 'troubl', 'troubl', 'maine', 'main']
     """
     w = _fold(word)
     for suffix in ("'s", "\u2019s"):
@@ -112,7 +129,7 @@ def light_stem(word: str) -> str:
             if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeiouls":
                 w = w[:-1]  # running -> run
             break
-    if len(w) > 3 and w.endswith("e"):
+    if len(w) > 3 and w.endswith("e") and _drops_e(w):
         w = w[:-1]  # make / making
     return w
 
