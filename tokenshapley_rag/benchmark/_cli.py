@@ -111,6 +111,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="nq/cnndm: JSONL cache of generated responses (default: <cache>/generations/<task>.jsonl)",
     )
+    parser.add_argument(
+        "--evidence",
+        choices=["keyword", "sentence-game"],
+        default=None,
+        help="tokenshapley sentence ranking (nq, wice, paraphrase): keyword_score (default) or the "
+        "sentence-game evidence rule (docs/method.md section 9)",
+    )
+    parser.add_argument("--evidence-weight", type=float, default=None, metavar="B",
+                        help="sentence-game rule: weight of the sentence game (default 2)")
+    parser.add_argument("--evidence-passage", type=float, default=None, metavar="L",
+                        help="sentence-game rule: weight of the best score of the sentence's source (default 1)")
     add_support_arguments(parser)
 
 
