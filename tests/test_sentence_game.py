@@ -88,3 +88,40 @@ def test_evidence_rule_by_hand():
     assert evidence_scores(kw, game, src, weight=1.0, passage=0.0).tolist() == [1.0, 1.0, 0.5]
     with pytest.raises(InvalidInputError):
         evidence_scores(kw, game[:2], src, weight=1.0, passage=0.0)
+
+
+def test_evaluation_option_ranks_by_the_rule():
+    """``tokenshapley eval --evidence sentence-game``: the attributor adds the sentence game and
+    the passage term to keyword_score (the model parts replaced by stand-ins)."""
+    from types import SimpleNamespace as NS
+
+    from tokenshapley_rag._result import AttributionResult
+    from tokenshapley_rag._types import SentenceScore, Source
+    from tokenshapley_rag.benchmark._methods import TokenShapleyAttributor
+    from tokenshapley_rag.benchmark._sentences import sentence_units
+
+    sources = [Source("a", "Rome is old. Lyon is big."), Source("b", "Paris is big.")]
+    units = sentence_units(sources)
+    kw = [0.25, 0.0, 0.0]
+    result = AttributionResult(
+        query="", response="Paris is big.", sources=sources, citations=[], source_scores={}, tokens=None,
+        sentence_scores=[SentenceScore(u.source_id, i, u.text, u.start, u.end, 0.0, k) for i, (u, k) in enumerate(zip(units, kw))],
+    )
+    fake_ts = NS(attribute=lambda **kw_: result, config={"k": 1})
+    table = {"Paris is big.": [1.0, 0.0, 0.5], "Rome is old.": [1.0, 0.0, 0.0], "Lyon is big.": [0.0, 1.0, 0.0]}
+    embedder = NS(embed=lambda texts: np.array([table[t] for t in texts]))
+
+    plain = TokenShapleyAttributor(fake_ts)
+    assert plain.score_sentences("", sources, "Paris is big.", units).scores.tolist() == kw
+    rule = TokenShapleyAttributor(fake_ts, evidence="sentence-game", evidence_weight=2.0, evidence_passage=1.0)
+    rule._embedder = embedder
+    got = rule.score_sentences("", sources, "Paris is big.", units).scores
+    game = sentence_game_values(["Paris is big."], embedder.embed(["Paris is big."]), [u.text for u in units],
+                                embedder.embed([u.text for u in units]))
+    # ranked Paris (cos 1), Rome (0.89), Lyon (0): "paris" gives [0, 0, 1]; "big" (held by Paris
+    # and Lyon) gives Paris 1 - 1/6, Rome -1/6, Lyon 1/3 (Jia et al.'s K = 1 recursion)
+    np.testing.assert_allclose(game, [-1 / 6, 1 / 3, 11 / 6])
+    np.testing.assert_allclose(got, evidence_scores(np.array(kw), game, [0, 0, 1], weight=2.0, passage=1.0))
+    assert rule.config["evidence"] == "sentence-game" and plain.config == {"k": 1}
+    with pytest.raises(InvalidInputError):
+        TokenShapleyAttributor(fake_ts, evidence="other")

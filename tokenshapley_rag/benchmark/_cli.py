@@ -119,7 +119,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "sentence-game evidence rule (docs/method.md section 9)",
     )
     parser.add_argument("--evidence-weight", type=float, default=None, metavar="B",
-                        help="sentence-game rule: weight of the sentence game (default 2)")
+                        help="sentence-game rule: weight of the sentence game (default 4)")
     parser.add_argument("--evidence-passage", type=float, default=None, metavar="L",
                         help="sentence-game rule: weight of the best score of the sentence's source (default 1)")
     add_support_arguments(parser)

@@ -32,7 +32,7 @@ METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELIN
 #: ``SentenceScore.keyword_score``; ``sentence-game`` by the evidence rule of docs/method.md §9.
 EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game")
 #: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md).
-EVIDENCE_WEIGHT = 2.0
+EVIDENCE_WEIGHT = 4.0
 EVIDENCE_PASSAGE = 1.0
 
 
