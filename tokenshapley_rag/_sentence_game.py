@@ -31,7 +31,7 @@ import numpy as np
 
 from tokenshapley_rag._segment import FILLERS, STOPWORDS
 from tokenshapley_rag.errors import InvalidInputError
-from tokenshapley_rag.shapley import knn_shapley
+from tokenshapley_rag.shapley import knn_shapley_batch
 
 __all__ = ["content_words", "evidence_scores", "sentence_game_values"]
 
@@ -101,15 +101,25 @@ def sentence_game_values(
     out = np.zeros(len(sentences), dtype=np.float64)
     if not len(sentences):
         return out
-    holds = [frozenset(_words(s)) for s in sentences]
+    holders: dict[str, list[int]] = {}
+    for j, text in enumerate(sentences):
+        for w in set(_words(text)):
+            holders.setdefault(w, []).append(j)
     cos = _unit(a) @ _unit(u).T  # (n_answer_sentences, N)
+    rows_sims, rows_match = [], []
     for i, text in enumerate(answer_sentences):
-        words = [w for w in content_words(text) if any(w in h for h in holds)]
+        words = [w for w in content_words(text) if w in holders]
         if not words:
             continue
         sims = np.exp(cos[i] - cos[i].max())
         for w in words:
-            out += knn_shapley(sims, np.fromiter((w in h for h in holds), dtype=bool, count=len(holds)), k)
+            match = np.zeros(len(sentences), dtype=bool)
+            match[holders[w]] = True
+            rows_sims.append(sims)
+            rows_match.append(match)
+    if rows_sims:
+        # one game per row (the batch is row-wise equal to knn_shapley, tests/test_shapley.py)
+        out += knn_shapley_batch(np.stack(rows_sims), np.stack(rows_match), k).sum(axis=0)
     return out
 
 
