@@ -224,7 +224,9 @@ def run_ranking_eval(
 
     Parameters
     ----------
-    dataset_name : {"nq", "wice"}
+    dataset_name : {"nq", "wice", "paraphrase"}
+        ``paraphrase``: the paraphrase check (:mod:`~tokenshapley_rag.benchmark._paraphrase`): the
+        response is the claim, the query its question, candidates every sentence of every passage.
     attributor : SentenceAttributor
     examples : sequence of AttributionExample
     lm : ResponseLM or None
