@@ -81,6 +81,8 @@ def test_all_is_exact():
         "tokenshapley_rag.benchmark._methods",
         "tokenshapley_rag.benchmark._baselines",
         "tokenshapley_rag.benchmark._model_baselines",
+        "tokenshapley_rag.benchmark._paraphrase",
+        "tokenshapley_rag._sentence_game",
     ],
 )
 def test_doctests(module, default_sets):

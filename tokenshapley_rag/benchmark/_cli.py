@@ -62,7 +62,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     >>> a.generator, a.max_new_tokens, a.generations
     (None, 64, None)
     """
-    parser.add_argument("--dataset", required=True, choices=(*DATASETS, "support"), help="evaluation set")
+    parser.add_argument("--dataset", required=True, choices=(*DATASETS, "support", "paraphrase"), help="evaluation set")
     parser.add_argument(
         "--data",
         type=Path,
@@ -111,6 +111,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="nq/cnndm: JSONL cache of generated responses (default: <cache>/generations/<task>.jsonl)",
     )
+    parser.add_argument(
+        "--evidence",
+        choices=["keyword", "sentence-game"],
+        default=None,
+        help="tokenshapley sentence ranking (nq, wice, paraphrase): keyword_score (default) or the "
+        "sentence-game evidence rule (docs/method.md section 9)",
+    )
+    parser.add_argument("--evidence-weight", type=float, default=None, metavar="B",
+                        help="sentence-game rule: weight of the sentence game (default 4)")
+    parser.add_argument("--evidence-passage", type=float, default=None, metavar="L",
+                        help="sentence-game rule: weight of the best score of the sentence's source (default 1)")
     add_support_arguments(parser)
 
 
@@ -122,7 +133,7 @@ def run_eval(
     """Run the evaluation described by ``args`` (from :func:`add_eval_arguments`).
 
     Dispatches on ``args.dataset``: span accuracy (:func:`run_span_eval`) for quotesum,
-    verigran and kv; sentence ranking (:func:`run_ranking_eval`) for nq and wice; top-k
+    verigran and kv; sentence ranking (:func:`run_ranking_eval`) for nq, wice and paraphrase (the paraphrase check, built from the support set); top-k
     ablation (:func:`run_ablation_eval`) for cnndm. Prints the report JSON to stdout and
     writes it to ``--json`` when given. With ``--json OUT`` the per-example rows are
     appended to ``OUT.partial.jsonl``; without ``--resume`` an existing partial file is
@@ -152,7 +163,12 @@ def run_eval(
     if args.dataset in GENERATION_DATASETS and lm_factory is None:
         print(f"error: --dataset {args.dataset} generates responses and needs an LM factory", file=sys.stderr)
         return 2
-    examples = load_dataset(args.dataset, args.data, limit=args.limit)
+    if args.dataset == "paraphrase":  # the paraphrase check, built from the support set
+        from tokenshapley_rag.benchmark._paraphrase import load_paraphrase_set
+
+        examples: Any = load_paraphrase_set(args.data, limit=args.limit)
+    else:
+        examples = load_dataset(args.dataset, args.data, limit=args.limit)
     attributor = attributor_factory(args.method, args)
     resume = None
     if json_out is not None:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._attribution import TokenShapley
+from tokenshapley_rag._segment import split_sentences
+from tokenshapley_rag._sentence_game import evidence_scores, sentence_game_values
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
@@ -26,6 +28,12 @@ __all__ = [
 ]
 
 METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELINE_NAMES)
+#: Sentence-ranking rules of TokenShapley (``--evidence``): ``keyword`` ranks by
+#: ``SentenceScore.keyword_score``; ``sentence-game`` by the evidence rule of docs/method.md §9.
+EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game")
+#: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md).
+EVIDENCE_WEIGHT = 4.0
+EVIDENCE_PASSAGE = 1.0
 
 
 def _supports(result: AttributionResult) -> list[float]:
@@ -76,12 +84,31 @@ class TokenShapleyAttributor:
       ``keyword_support_min`` and ``keyword_support_mean``.
 
     The datastore of repeated sources comes from the sentence cache.
+
+    ``evidence="sentence-game"`` ranks sentences by the evidence rule of docs/method.md §9
+    instead: ``keyword_score + weight * sentence game``, plus ``passage`` times the best such
+    score in the sentence's source. The sentence game's embeddings are all-MiniLM-L6-v2's
+    (the EmbSim model; loaded on first use). Span scores are unchanged.
     """
 
     name = "tokenshapley"
 
-    def __init__(self, ts: TokenShapley) -> None:
+    def __init__(
+        self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float = EVIDENCE_WEIGHT,
+        evidence_passage: float = EVIDENCE_PASSAGE,
+    ) -> None:
+        if evidence not in EVIDENCE_RULES:
+            raise InvalidInputError(f"evidence must be one of {EVIDENCE_RULES}, got {evidence!r}")
         self.ts = ts
+        self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
+        self._embedder: Any = None
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self._embedder is None:
+            from tokenshapley_rag.benchmark._model_baselines import EmbSimAttributor
+
+            self._embedder = EmbSimAttributor()
+        return self._embedder.embed(texts)
 
     @property
     def loaded(self) -> Any:
@@ -89,7 +116,10 @@ class TokenShapleyAttributor:
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.ts.config
+        if self.evidence == "keyword":
+            return self.ts.config
+        return {**self.ts.config, "evidence": self.evidence, "evidence_weight": self.evidence_weight,
+                "evidence_passage": self.evidence_passage, "sentence_game_embeddings": "all-MiniLM-L6-v2"}
 
     def score_spans(self, example: AttributionExample) -> np.ndarray:
         res = self.ts.attribute(query=example.question, sources=example.sources, response=example.answer)
@@ -113,6 +143,12 @@ class TokenShapleyAttributor:
         scores = assign_to_units(
             sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.keyword_score) for s in res.sentence_scores)
         )
+        if self.evidence == "sentence-game" and len(sentences):
+            parts = [response[a:b] for a, b in split_sentences(response)] or [response]
+            game = sentence_game_values(parts, self._embed(parts), [u.text for u in sentences], self._embed([u.text for u in sentences]))
+            scores = evidence_scores(
+                scores, game, [u.source_index for u in sentences], weight=self.evidence_weight, passage=self.evidence_passage
+            )
         return SentenceScores(
             scores,
             {"keyword_support_min": keyword_support_min(res), "keyword_support_mean": keyword_support_mean(res)},
@@ -159,7 +195,12 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
 
             options["max_source_chars"] = None if cap <= 0 else max(cap, DEFAULT_MAX_SOURCE_CHARS)
         ts = TokenShapley(**options)
-        return TokenShapleyAttributor(ts)
+        rule = {
+            key: getattr(args, key)
+            for key in ("evidence", "evidence_weight", "evidence_passage")
+            if getattr(args, key, None) is not None
+        }
+        return TokenShapleyAttributor(ts, **rule)
     raise InvalidInputError(f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}")
 
 

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Sets scored by sentence ranking.
-RANKING_DATASETS: tuple[str, ...] = ("nq", "wice")
+RANKING_DATASETS: tuple[str, ...] = ("nq", "wice", "paraphrase")
 #: k of precision / recall / F1 @ k (headline k = 5).
 RANKING_KS: tuple[int, ...] = tuple(range(1, 11))
 #: Numbers of top-attributed sentences removed in the CNN/DM protocol.
@@ -224,7 +224,9 @@ def run_ranking_eval(
 
     Parameters
     ----------
-    dataset_name : {"nq", "wice"}
+    dataset_name : {"nq", "wice", "paraphrase"}
+        ``paraphrase``: the paraphrase check (:mod:`~tokenshapley_rag.benchmark._paraphrase`): the
+        response is the claim, the query its question, candidates every sentence of every passage.
     attributor : SentenceAttributor
     examples : sequence of AttributionExample
     lm : ResponseLM or None
@@ -270,6 +272,11 @@ def run_ranking_eval(
                 lm, _TASK["nq"], ex.id, query, sources, max_new_tokens=max_new_tokens
             )
             units = sentence_units(sources)
+        elif dataset_name == "paraphrase":
+            # An answer sentence (a supported claim) and its question; every sentence of
+            # its own and the distractor passages is a candidate.
+            query, response = ex.question, ex.answer
+            units = sentence_units(sources)
         else:
             query, response = "", ex.answer
             units = sentence_units(sources, split=False)
@@ -311,6 +318,7 @@ def run_ranking_eval(
                 "recall@5": by_k[5]["recall"],
                 "f1@5": by_k[5]["f1"],
                 "f1_mean@5": by_k[5]["f1_mean"],
+                "precision@1": by_k[1]["precision"],
                 "recall@1": by_k[1]["recall"],
                 "recall@10": by_k[10]["recall"],
                 "n_no_gold": by_k[5]["n_no_gold"],
@@ -331,17 +339,23 @@ def run_ranking_eval(
         "protocol": "sentence ranking, P/R/F1 @ k = 1..10 (headline k = 5)",
         "candidates": (
             "every sentence (split_sentences) of every passage text; titles are context, not candidates"
-            if dataset_name == "nq"
+            if dataset_name in ("nq", "paraphrase")
             else "every non-empty evidence sentence, whole (split=False)"
         ),
         "gold": (
             "every sentence of the gold passage's text (title excluded)"
             if dataset_name == "nq"
+            else "every sentence of the claim's own passages (tokenshapley_rag.benchmark._paraphrase)"
+            if dataset_name == "paraphrase"
             else "every sentence in the union of WiCE's alternative supporting sets"
         ),
         "relevance": "same source and at least one shared character with a gold range",
         "tie_rule": "stable sort: equal scores keep context order",
-        "response": "generated answer (greedy, rag_prompt, cached)" if dataset_name == "nq" else "the claim; query ''",
+        "response": (
+            "generated answer (greedy, rag_prompt, cached)" if dataset_name == "nq"
+            else "the supported claim; query: its question" if dataset_name == "paraphrase"
+            else "the claim; query ''"
+        ),
         "n_examples_given": len(examples),
         "n_resumed": n_resumed,
         "resume_path": str(path) if path is not None else None,

@@ -1,0 +1,96 @@
+"""The paraphrase check (``tokenshapley eval --dataset paraphrase``): examples built from the
+support set by hand, and the ranking protocol end to end on tiny files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from tokenshapley_rag._types import Source
+from tokenshapley_rag.benchmark import add_eval_arguments, run_eval, run_ranking_eval
+from tokenshapley_rag.benchmark._baselines import make_baseline
+from tokenshapley_rag.benchmark._data import GoldEvidence
+from tokenshapley_rag.benchmark._paraphrase import load_paraphrase_set, paraphrase_examples
+from tokenshapley_rag.benchmark._support import SupportClaim
+from tokenshapley_rag.errors import InvalidInputError
+
+
+def _claim(cid, question, claim, passages, label="supported"):
+    srcs = tuple(Source(str(i + 1), t) for i, t in enumerate(passages))
+    return SupportClaim(cid, question, srcs, f"Intro. {claim}", 7, 7 + len(claim), label)
+
+
+CLAIMS = [
+    _claim("a", "Who designed the Eiffel tower?", "Gustave Eiffel's firm designed the tower.",
+           ["The tower was engineered by the company of Gustave Eiffel. It opened in 1889."]),
+    _claim("b", "How tall is the Eiffel tower?", "The tower is about 330 metres high.",
+           ["The Eiffel Tower is 330 m tall. It is in Paris."]),
+    _claim("c", "What is rust made of?", "Rust is mostly iron oxide.", ["Rust is an iron oxide. It forms in water."]),
+    _claim("d", "Who designed the Eiffel tower?", "Someone else.", ["Not this one."]),  # same question as "a"
+    _claim("e", "Eiffel tower paint?", "It is painted brown.", ["Brown paint covers it."], label="not_supported"),
+]
+
+
+def test_examples_by_hand():
+    exs = paraphrase_examples(CLAIMS, n_distractors=1)
+    # only supported claims; "e" is neither an example nor a distractor
+    assert [e.id for e in exs] == ["a", "b", "c", "d"]
+    a = exs[0]
+    assert a.answer == "Gustave Eiffel's firm designed the tower." and a.question == CLAIMS[0].question
+    # "b" shares {eiffel, tower} with a's question; "d" has the same question and is skipped
+    assert a.meta["distractors"] == ["b"]
+    assert sorted(s.id for s in a.sources) == ["b:1", "own:1"]
+    own = next(s for s in a.sources if s.id == "own:1")
+    assert own.text == CLAIMS[0].sources[0].text
+    assert a.gold == (GoldEvidence("own:1", 0, len(own.text)),)
+    # "c" shares no content word with anyone: the first other claim in file order
+    assert exs[2].meta["distractors"] == ["a"]
+    # deterministic, and the passages are capped at sentence ends
+    assert paraphrase_examples(CLAIMS, n_distractors=1) == exs
+    cut = paraphrase_examples(CLAIMS, n_distractors=0, max_source_chars=60)[0]
+    assert [s.text for s in cut.sources] == ["The tower was engineered by the company of Gustave Eiffel."]
+    assert len(paraphrase_examples(CLAIMS, limit=2)) == 2
+    with pytest.raises(InvalidInputError):
+        paraphrase_examples(CLAIMS, n_distractors=-1)
+
+
+def test_ranking_protocol_by_hand():
+    exs = paraphrase_examples(CLAIMS[:3], n_distractors=1)
+    rep = run_ranking_eval("paraphrase", make_baseline("lexical"), exs, progress=False)
+    assert rep.n == 3
+    rows = rep.records
+    # claim "a" against its passage (2 sentences, gold) and b's (2 sentences): lexical puts
+    # a's "Gustave Eiffel" sentence first
+    first = rows[0]["ranking"][0]
+    assert first[0] == "own:1" and first[1] == 0
+    for r in rows:
+        assert {tuple(g) for g in r["gold"]} == {(s, 0, e) for s, _a, e in r["gold"]}
+    m = rep.metrics
+    assert m["precision@1"] == pytest.approx(1.0)
+    # every claim has 2 gold sentences among 4: both in the top 5, P@5 = 2/5, R@5 = 1
+    assert m["precision@5"] == pytest.approx(0.4) and m["recall@5"] == pytest.approx(1.0)
+    assert rep.config["response"] == "the supported claim; query: its question"
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    rows = []
+    for c in CLAIMS:
+        rows.append({
+            "id": c.id, "question": c.question, "answer": c.answer,
+            "sources": [{"id": s.id, "title": None, "text": s.text} for s in c.sources],
+            "claim": {"start": c.start, "end": c.end, "text": c.claim}, "label": c.label, "meta": {},
+        })
+    path = tmp_path / "support" / "dev.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [e.id for e in load_paraphrase_set(tmp_path, limit=2)] == ["a", "b"]
+    p = argparse.ArgumentParser()
+    add_eval_arguments(p)
+    out = tmp_path / "rep.json"
+    args = p.parse_args(["--dataset", "paraphrase", "--data", str(tmp_path), "--method", "lexical", "--json", str(out)])
+    assert run_eval(args, lambda m, a: make_baseline(m)) == 0
+    rep = json.loads(out.read_text(encoding="utf-8"))
+    assert (rep["dataset"], rep["method"], rep["n"]) == ("paraphrase", "lexical", 4)
+    assert "paraphrase/lexical: n=4" in capsys.readouterr().err

@@ -1,0 +1,127 @@
+"""The sentence game (docs/method.md §9): exact Shapley values against the brute-force
+definition, and the evidence ranking rule by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenshapley_rag._sentence_game import _unit, content_words, evidence_scores, sentence_game_values
+from tokenshapley_rag.errors import InvalidInputError
+from tokenshapley_rag.shapley import knn_shapley_brute_force, knn_utility
+
+def _cosines(a, u):
+    # the similarities the game ranks by, computed as sentence_game_values does (parallel but
+    # unequal embeddings tie or not by float rounding; ties go to the lower index)
+    return _unit(a) @ _unit(u).T
+
+
+VOCAB = ["paris", "tower", "iron", "rome", "the", "built"]
+
+
+def _brute(answer_sentences, a_emb, sentences, s_emb, k):
+    """The definition: for every (answer sentence, content word) game, enumerate coalitions."""
+    cos_all = _cosines(a_emb, s_emb)
+    out = np.zeros(len(sentences))
+    for i, text in enumerate(answer_sentences):
+        cos = cos_all[i]
+        sims = np.exp(cos - cos.max())
+        for w in content_words(text):
+            match = np.array([w in s.lower().replace(".", " ").split() for s in sentences])
+            if match.any():
+                out += knn_shapley_brute_force(sims, match, k)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 7).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3), min_size=n, max_size=n),
+            st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3), min_size=1, max_size=2),
+            st.integers(0, 2**31 - 1),
+            st.integers(1, 3),
+        )
+    )
+)
+def test_matches_brute_force_and_is_efficient(case):
+    sent_words, ans_words, seed, k = case
+    rng = np.random.default_rng(seed)
+    sentences = [" ".join(ws) + "." for ws in sent_words]
+    answers = [" ".join(ws) + "." for ws in ans_words]
+    # a few equal embeddings so that ties (lower index first) are exercised
+    s_emb = rng.integers(1, 4, size=(len(sentences), 3)).astype(float)
+    a_emb = rng.integers(1, 4, size=(len(answers), 3)).astype(float)
+    got = sentence_game_values(answers, a_emb, sentences, s_emb, k=k)
+    np.testing.assert_allclose(got, _brute(answers, a_emb, sentences, s_emb, k), atol=1e-12)
+    # efficiency: the values add up to the number of (sentence, word) games that are won
+    won = 0.0
+    for i, text in enumerate(answers):
+        cos = _cosines(a_emb, s_emb)[i]
+        for w in content_words(text):
+            match = np.array([w in s[:-1].split() for s in sentences])
+            if match.any():
+                won += knn_utility(np.exp(cos - cos.max()), match, k, range(len(sentences)))
+    assert got.sum() == pytest.approx(won)
+
+
+def test_by_hand():
+    e = np.eye(3)
+    # nearest sentence lacks "paris": the holder gains 1/2, the nearer non-holder loses 1/2
+    assert sentence_game_values(["Paris."], np.array([[1.0, 0.0, 0.5]]), ["Rome is big.", "Lyon.", "Paris!"], e).tolist() == [-0.5, 0.0, 0.5]
+    # stopwords do not play; a word no sentence holds gives nothing
+    assert sentence_game_values(["The of Zurich."], np.array([[1.0, 0.0, 0.0]]), ["The of.", "a", "b"], e).tolist() == [0.0, 0.0, 0.0]
+    assert content_words("The Eiffel TOWER, the tower.") == ["eiffel", "tower"]
+    assert sentence_game_values([], np.zeros((0, 3)), ["a"], np.ones((1, 3))).tolist() == [0.0]
+    with pytest.raises(InvalidInputError):
+        sentence_game_values(["a"], np.zeros((2, 3)), ["a"], np.ones((1, 3)))
+    with pytest.raises(InvalidInputError):
+        sentence_game_values(["a"], np.zeros((1, 3)), ["a"], np.ones((1, 4)))
+
+
+def test_evidence_rule_by_hand():
+    kw, game, src = np.array([1.0, 0.0, 0.5]), np.array([0.0, 1.0, 0.0]), [0, 0, 1]
+    assert evidence_scores(kw, game, src, weight=2.0, passage=1.0).tolist() == [3.0, 4.0, 1.0]
+    assert evidence_scores(kw, game, src, weight=0.0, passage=0.0).tolist() == kw.tolist()
+    assert evidence_scores(kw, game, src, weight=1.0, passage=0.0).tolist() == [1.0, 1.0, 0.5]
+    with pytest.raises(InvalidInputError):
+        evidence_scores(kw, game[:2], src, weight=1.0, passage=0.0)
+
+
+def test_evaluation_option_ranks_by_the_rule():
+    """``tokenshapley eval --evidence sentence-game``: the attributor adds the sentence game and
+    the passage term to keyword_score (the model parts replaced by stand-ins)."""
+    from types import SimpleNamespace as NS
+
+    from tokenshapley_rag._result import AttributionResult
+    from tokenshapley_rag._types import SentenceScore, Source
+    from tokenshapley_rag.benchmark._methods import TokenShapleyAttributor
+    from tokenshapley_rag.benchmark._sentences import sentence_units
+
+    sources = [Source("a", "Rome is old. Lyon is big."), Source("b", "Paris is big.")]
+    units = sentence_units(sources)
+    kw = [0.25, 0.0, 0.0]
+    result = AttributionResult(
+        query="", response="Paris is big.", sources=sources, citations=[], source_scores={}, tokens=None,
+        sentence_scores=[SentenceScore(u.source_id, i, u.text, u.start, u.end, 0.0, k) for i, (u, k) in enumerate(zip(units, kw))],
+    )
+    fake_ts = NS(attribute=lambda **kw_: result, config={"k": 1})
+    table = {"Paris is big.": [1.0, 0.0, 0.5], "Rome is old.": [1.0, 0.0, 0.0], "Lyon is big.": [0.0, 1.0, 0.0]}
+    embedder = NS(embed=lambda texts: np.array([table[t] for t in texts]))
+
+    plain = TokenShapleyAttributor(fake_ts)
+    assert plain.score_sentences("", sources, "Paris is big.", units).scores.tolist() == kw
+    rule = TokenShapleyAttributor(fake_ts, evidence="sentence-game", evidence_weight=2.0, evidence_passage=1.0)
+    rule._embedder = embedder
+    got = rule.score_sentences("", sources, "Paris is big.", units).scores
+    game = sentence_game_values(["Paris is big."], embedder.embed(["Paris is big."]), [u.text for u in units],
+                                embedder.embed([u.text for u in units]))
+    # ranked Paris (cos 1), Rome (0.89), Lyon (0): "paris" gives [0, 0, 1]; "big" (held by Paris
+    # and Lyon) gives Paris 1 - 1/6, Rome -1/6, Lyon 1/3 (Jia et al.'s K = 1 recursion)
+    np.testing.assert_allclose(game, [-1 / 6, 1 / 3, 11 / 6])
+    np.testing.assert_allclose(got, evidence_scores(np.array(kw), game, [0, 0, 1], weight=2.0, passage=1.0))
+    assert rule.config["evidence"] == "sentence-game" and plain.config == {"k": 1}
+    with pytest.raises(InvalidInputError):
+        TokenShapleyAttributor(fake_ts, evidence="other")
