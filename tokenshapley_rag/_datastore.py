@@ -6,12 +6,15 @@ compiled search kernels are in :mod:`._kernels`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from tokenshapley_rag._kernels import (
     exact_rows,
+    prefix_representatives,
+    probe_rows,
     scan_rows,
     scan_rows_serial,
     select_rows,
@@ -20,6 +23,9 @@ from tokenshapley_rag._kernels import (
 )
 from tokenshapley_rag._sentence_cache import CachedSentence
 from tokenshapley_rag._timing import step
+
+if TYPE_CHECKING:
+    from tokenshapley_rag._quantiser import Quantiser
 
 __all__ = ["Datastore", "SentenceRecord"]
 
@@ -96,6 +102,14 @@ class Datastore:
         normalized text when ``token_classes`` are word classes), for answer tokens that
         match by piece (``pieces=True`` in the searches); None: the same as
         ``token_classes``.
+    quantiser : Quantiser or None
+        With ``probes``: :meth:`game_candidates` searches approximately, over the entries
+        of each query's ``probes`` nearest lists (``quantiser.nearest``) and every entry of
+        its class, instead of all entries; each entry's list is its sentence's
+        ``CachedSentence.lists`` (assigned with this quantiser). The players found are
+        still measured and ordered exactly. None: exact search (the default).
+    probes : int
+        Lists probed per query on the approximate path.
     """
 
     def __init__(
@@ -104,6 +118,9 @@ class Datastore:
         entries: list[CachedSentence],
         token_classes: list[np.ndarray],
         piece_classes: list[np.ndarray] | None = None,
+        *,
+        quantiser: Quantiser | None = None,
+        probes: int = 0,
     ) -> None:
         self.sentences = sentences
         sizes = [len(e.ids) for e in entries]
@@ -117,7 +134,7 @@ class Datastore:
         )
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
         # Entry i's key equals entry _representative[i]'s, bit for bit.
-        self._representative = _share_prefix_keys(self.keys, [e.ids for e in entries])
+        self._representative = _share_prefix_keys(self.keys, [e.ids for e in entries], self.token_ids)
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -134,6 +151,16 @@ class Datastore:
         # the entries' part, per entry (its representative's norm, like its distance).
         self._rel, absolute = _preselect_margin(self.keys.shape[1])
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
+        self._probe: _ProbeIndex | None = None
+        if quantiser is not None and probes > 0 and self.size:
+            # An entry's list is its representative's (equal keys, one list).
+            lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
+            self._probe = _ProbeIndex(quantiser, probes, lists)
+
+    @property
+    def approximate(self) -> bool:
+        """Whether :meth:`game_candidates` searches approximately (only the probed lists)."""
+        return self._probe is not None
 
     @property
     def rows_per_block(self) -> int:
@@ -215,6 +242,39 @@ class Datastore:
             return d_out, i_out, carries
         self._check_queries(q)
         q_norms = np.einsum("td,td->t", q, q)
+        if self._probe is not None:
+            exact = self._probe_candidates(q, q_norms, classes, use_piece, n_match, d_out, i_out, carries)
+            if not exact.any():
+                return d_out, i_out, carries
+            # Rows whose probed lists held fewer than m entries: searched exactly.
+            rows_left = np.flatnonzero(exact)
+            carries[rows_left] = False
+            sub = self._exact_candidates(q[rows_left], q_norms[rows_left], classes[rows_left], use_piece[rows_left],
+                                         m, n_match)
+            d_out[rows_left], i_out[rows_left], carries[rows_left] = sub
+            return d_out, i_out, carries
+        return self._exact_candidates(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
+
+    def _probe_candidates(self, q, q_norms, classes, use_piece, n_match, d_out, i_out, carries) -> np.ndarray:
+        """The approximate search (class docstring); returns, per row, whether it found
+        fewer than ``m`` players (then it must be searched exactly)."""
+        probe = self._probe
+        probes = probe.quantiser.nearest(q, probe.probes)
+        found = np.zeros(q.shape[0], dtype=np.int64)
+        (token_order, token_sorted), (piece_order, piece_sorted) = self._groups[False], self._groups[True]
+        probe_rows(q, q_norms, self.keys, self._norms, self._key_margin, self._rel, self._representative,
+                   self.token_class, self.piece_class, self.sentence_of, classes, use_piece, n_match, probes,
+                   probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, d_out, i_out,
+                   carries, found)
+        return found < d_out.shape[1]
+
+    def _exact_candidates(self, q, q_norms, classes, use_piece, m, n_match, d_out=None, i_out=None, carries=None):
+        """:meth:`game_candidates` by the exact search, into the given arrays."""
+        t_rows = q.shape[0]
+        if d_out is None:
+            d_out = np.zeros((t_rows, m), dtype=np.float64)
+            i_out = np.zeros((t_rows, m), dtype=np.int64)
+            carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
@@ -390,7 +450,7 @@ def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, classes[order]
 
 
-def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.ndarray:
+def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray], flat_ids: np.ndarray | None = None) -> np.ndarray:
     """Give entries whose sentences start with the same tokens one and the same key.
 
     A key depends only on its sentence's tokens before it, so such entries have equal
@@ -400,24 +460,31 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
     Sentences are sorted by token sequence; each takes the keys of its predecessor for
     the prefix they share (in place, so the representative is deterministic). Returns,
     per entry, the index of the entry whose key it now shares (itself when none).
+    The rule is compiled (:func:`~tokenshapley_rag._kernels.prefix_representatives`):
+    in Python it took ~90 ms of a 64k-token rebuild. ``flat_ids``: the sentences' ids
+    concatenated, when the caller has them.
     """
-    starts = np.concatenate([[0], np.cumsum([len(ids) for ids in sentence_ids])]).astype(np.int64)
-    representative = np.arange(starts[-1], dtype=np.int64)
-    lists = [ids.tolist() for ids in sentence_ids]
-    order = sorted(range(len(lists)), key=lambda i: (lists[i], i))
-    for prev, cur in zip(order, order[1:]):
-        a, b = lists[prev], lists[cur]
-        n = min(len(a), len(b))
-        if n == 0:
-            continue
-        shared = 0  # tokens in common (sorted neighbours: usually none, or a whole copy)
-        while shared < n and a[shared] == b[shared]:
-            shared += 1
-        # The key before token j depends on tokens [0, j): keys 0..shared are equal.
-        width = min(shared + 1, n)
-        keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]
-        representative[starts[cur] : starts[cur] + width] = representative[starts[prev] : starts[prev] + width]
+    starts = np.zeros(len(sentence_ids) + 1, dtype=np.int64)
+    np.cumsum([len(ids) for ids in sentence_ids], out=starts[1:])
+    if flat_ids is None:
+        flat_ids = np.concatenate(sentence_ids) if sentence_ids else np.zeros(0, np.int64)
+    representative = prefix_representatives(np.ascontiguousarray(flat_ids, dtype=np.int64), starts)
+    # Representatives are roots (an entry that points to itself): one gather copies them all.
+    moved = np.flatnonzero(representative != np.arange(len(representative)))
+    if len(moved):
+        keys[moved] = keys[representative[moved]]
     return representative
+
+
+class _ProbeIndex:
+    """The approximate search's lists over one datastore: ``order`` holds the entries
+    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``."""
+
+    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray) -> None:
+        self.quantiser, self.probes, self.lists = quantiser, probes, lists
+        self.order = np.argsort(lists, kind="stable")
+        self.starts = np.zeros(quantiser.n_lists + 1, dtype=np.int64)
+        np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 
 
 # Distance-matrix cells (queries x entries) above which the searches scan rows on numba's
