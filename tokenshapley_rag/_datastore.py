@@ -13,6 +13,7 @@ import torch
 
 from tokenshapley_rag._kernels import (
     exact_rows,
+    list_products,
     prefix_representatives,
     probe_rows,
     scan_rows,
@@ -152,10 +153,21 @@ class Datastore:
         self._rel, absolute = _preselect_margin(self.keys.shape[1])
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
         self._probe: _ProbeIndex | None = None
+        self._width = self.keys.shape[1]
         if quantiser is not None and probes > 0 and self.size:
             # An entry's list is its representative's (equal keys, one list).
             lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
-            self._probe = _ProbeIndex(quantiser, probes, lists)
+            self._probe = _ProbeIndex(quantiser, probes, lists, self.keys, self._norms)
+            # The keys are kept once, in list order (the entry-order copy is gathered back
+            # only by the exact searches: analysis, and tokens whose lists were too small).
+            del self.keys
+
+    def __getattr__(self, name: str):
+        # Only reached for ``keys`` when the approximate index holds them (in list order).
+        if name == "keys" and self.__dict__.get("_probe") is not None:
+            probe = self._probe
+            return probe.keys[probe.position]
+        raise AttributeError(name)
 
     @property
     def approximate(self) -> bool:
@@ -260,12 +272,25 @@ class Datastore:
         fewer than ``m`` players (then it must be searched exactly)."""
         probe = self._probe
         probes = probe.quantiser.nearest(q, probe.probes)
+        n_probes = probes.shape[1]
+        # Each (query, probe) pair gets a slot of its list's length in one flat buffer.
+        sizes = np.diff(probe.starts)[probes]
+        slot_base = np.zeros(probes.size + 1, dtype=np.int64)
+        np.cumsum(sizes.ravel(), out=slot_base[1:])
+        products = np.empty(int(slot_base[-1]), dtype=np.float32)
+        pair_order = np.argsort(probes.ravel(), kind="stable")
+        pair_starts = np.zeros(probe.quantiser.n_lists + 1, dtype=np.int64)
+        np.cumsum(np.bincount(probes.ravel(), minlength=probe.quantiser.n_lists), out=pair_starts[1:])
+        slot_base = slot_base[:-1].reshape(probes.shape)
+        with step("distance_product"):
+            list_products(q, probe.keys, probe.norms, probe.starts, pair_order, pair_starts, n_probes, slot_base,
+                          products)
         found = np.zeros(q.shape[0], dtype=np.int64)
         (token_order, token_sorted), (piece_order, piece_sorted) = self._groups[False], self._groups[True]
-        probe_rows(q, q_norms, self.keys, self._norms, self._key_margin, self._rel, self._representative,
+        probe_rows(q, q_norms, probe.keys, probe.position, self._norms, self._key_margin, self._rel, self._representative,
                    self.token_class, self.piece_class, self.sentence_of, classes, use_piece, n_match, probes,
-                   probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, d_out, i_out,
-                   carries, found)
+                   probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, products,
+                   slot_base, d_out, i_out, carries, found)
         return found < d_out.shape[1]
 
     def _exact_candidates(self, q, q_norms, classes, use_piece, m, n_match, d_out=None, i_out=None, carries=None):
@@ -290,8 +315,8 @@ class Datastore:
 
     def _check_queries(self, q: np.ndarray) -> None:
         """Refuse queries the compiled scans cannot bound (a NaN or inf) or index (width)."""
-        if q.ndim != 2 or q.shape[1] != self.keys.shape[1]:
-            raise ValueError(f"queries must have shape (T, {self.keys.shape[1]}), got {q.shape}")
+        if q.ndim != 2 or q.shape[1] != self._width:
+            raise ValueError(f"queries must have shape (T, {self._width}), got {q.shape}")
         if not np.isfinite(q).all():
             raise ValueError("queries must be finite (as float32)")
 
@@ -478,11 +503,18 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray], flat_id
 
 class _ProbeIndex:
     """The approximate search's lists over one datastore: ``order`` holds the entries
-    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``."""
+    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``,
+    and ``keys`` and ``norms`` hold their keys and key norms in that order (a list's keys
+    contiguous, so each is read once per search, :func:`~tokenshapley_rag._kernels.list_products`)."""
 
-    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray) -> None:
+    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray, keys: np.ndarray, norms: np.ndarray) -> None:
         self.quantiser, self.probes, self.lists = quantiser, probes, lists
         self.order = np.argsort(lists, kind="stable")
+        # torch gathers rows on its threads (numpy's take is one thread).
+        self.keys = torch.from_numpy(keys).index_select(0, torch.from_numpy(self.order)).numpy()
+        self.norms = norms[self.order]
+        self.position = np.empty_like(self.order)  # entry -> its row in ``keys``
+        self.position[self.order] = np.arange(len(self.order))
         self.starts = np.zeros(quantiser.n_lists + 1, dtype=np.int64)
         np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 
