@@ -136,18 +136,16 @@ def search_rows(ts, ex, pool, sizes, repeats):
         sources = padded(ts, list(ex.sources), pool, size)
         ts.pipeline.builder.approximate_above = 0
         store = ts.pipeline.build_datastore(sources)
-        probe = store._probe
+        stores = {"approximate": store, "exact": store.searched_exactly()}
         times = {"exact": [], "approximate": []}
         results = {}
         for r in range(repeats + 1):
             order = ["approximate", "exact"] if r % 2 == 0 else ["exact", "approximate"]
             for name in order:
-                store._probe = probe if name == "approximate" else None
                 t0 = time.perf_counter()
-                results[name] = store.game_candidates(states, classes, ts.m, n_match, use_piece)
+                results[name] = stores[name].game_candidates(states, classes, ts.m, n_match, use_piece)
                 if r:  # the first round compiles and warms up
                     times[name].append(time.perf_counter() - t0)
-        store._probe = probe
         same_players = float(np.mean(np.all(np.sort(results["exact"][1], 1) == np.sort(results["approximate"][1], 1), 1)))
         row = {"tokens": int(store.size), "exact": statistics.median(times["exact"]),
                "approximate": statistics.median(times["approximate"]), "same_players": same_players,
@@ -184,9 +182,8 @@ def agreement(ts, examples, pool, size, threshold):
         tok = ts.encoder.tokenize(ex.answer)
         states = ts.encoder.encode_response(ex.question, tok)
         got = citation_keys(ts.pipeline.attribute(ex.question, ex.answer, sources, store, tok, states, ts.config))
-        probe, store._probe = store._probe, None  # the same datastore, searched exactly
-        want = citation_keys(ts.pipeline.attribute(ex.question, ex.answer, sources, store, tok, states, ts.config))
-        store._probe = probe
+        exact = store.searched_exactly()  # the same datastore, every entry searched
+        want = citation_keys(ts.pipeline.attribute(ex.question, ex.answer, sources, exact, tok, states, ts.config))
         answers += 1
         for key, value in want.items():
             total += 1

@@ -76,6 +76,12 @@ def test_probing_every_list_is_the_exact_search(seed, n_match):
     got = approx.game_candidates(q, classes, 10, n_match, pieces)
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
+    # The keys kept in list order read back in entry order; the exact twin searches them all.
+    np.testing.assert_array_equal(approx.keys, exact.keys)
+    twin = approx.searched_exactly()
+    assert not twin.approximate and approx.approximate
+    for a, b in zip(want, twin.game_candidates(q, classes, 10, n_match, pieces)):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -5,6 +5,7 @@ compiled search kernels are in :mod:`._kernels`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,7 @@ class Datastore:
         self._rel, absolute = _preselect_margin(self.keys.shape[1])
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
         self._probe: _ProbeIndex | None = None
+        self._exact_only = False
         self._width = self.keys.shape[1]
         if quantiser is not None and probes > 0 and self.size:
             # An entry's list is its representative's (equal keys, one list).
@@ -172,7 +174,14 @@ class Datastore:
     @property
     def approximate(self) -> bool:
         """Whether :meth:`game_candidates` searches approximately (only the probed lists)."""
-        return self._probe is not None
+        return self._probe is not None and not self._exact_only
+
+    def searched_exactly(self) -> Datastore:
+        """This datastore (sharing its arrays) with :meth:`game_candidates` searching
+        every entry: the approximate search's reference."""
+        twin = copy.copy(self)
+        twin._exact_only = True
+        return twin
 
     @property
     def rows_per_block(self) -> int:
@@ -254,7 +263,7 @@ class Datastore:
             return d_out, i_out, carries
         self._check_queries(q)
         q_norms = np.einsum("td,td->t", q, q)
-        if self._probe is not None:
+        if self.approximate:
             exact = self._probe_candidates(q, q_norms, classes, use_piece, n_match, d_out, i_out, carries)
             if not exact.any():
                 return d_out, i_out, carries
