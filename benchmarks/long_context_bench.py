@@ -156,6 +156,43 @@ def search_rows(ts, ex, pool, sizes, repeats):
     return rows
 
 
+def cold_peak(args) -> dict:
+    """One fresh process (run by :func:`cold_peak_rows`): the default TokenShapley, the
+    sentence cache in memory only, a cold ``attribute()`` of a QuoteSum dev answer over its
+    sources padded with NQ passages, then a warm one on a new source list (the datastore
+    memo emptied). Peak = ``ru_maxrss`` after both minus the RSS after loading the model."""
+    import resource
+
+    import numba
+    import psutil
+    import torch
+
+    from tokenshapley_rag import TokenShapley
+    from tokenshapley_rag.benchmark import load_dataset
+
+    torch.set_num_threads(args.threads)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    ts = TokenShapley(use_disk_cache=False, max_source_chars=None, max_context_chars=None)
+    ts.cache.memory_items = 1 << 17
+    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
+                 ts.pipeline._facts_of_sentence):
+        memo.size = 1 << 17
+    data = Path(args.data)
+    ex = load_dataset("quotesum", data)[0]
+    sources = padded(ts, list(ex.sources), nq_passages(data), args.cold_peak)
+    ts.attribute(query="q", sources=["A warm-up sentence. Another one."], response="A warm-up.")
+    loaded = psutil.Process().memory_info().rss
+    t0 = time.perf_counter()
+    ts.attribute(query=ex.question, sources=sources, response=ex.answer)
+    cold = time.perf_counter() - t0
+    warm, steps = timed_attribute(ts, ex.question, sources, ex.answer, ts.approximate_above)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    store = ts.build_datastore(sources)
+    return {"tokens": int(store.size), "approximate": bool(store.approximate), "cold": cold, "warm": warm,
+            "warm_pass": steps.get("encode_answer", 0.0), "peak_above_loaded": peak - loaded, "loaded": loaded,
+            "load": load_avg()}
+
+
 def citation_keys(res) -> dict:
     """Per keyword: (status, its cited (source, sentence) pairs in order)."""
     return {
@@ -208,7 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cold-peak", type=int, default=None, help="context tokens: run the cold/peak-memory "
+                    "measurement alone (one fresh process per size) and print it as JSON")
     args = ap.parse_args(argv)
+    if args.cold_peak:
+        print("COLD_PEAK " + json.dumps(cold_peak(args)), flush=True)
+        return 0
 
     import numba
     import torch

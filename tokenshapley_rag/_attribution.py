@@ -132,7 +132,7 @@ class TokenShapley:
         work. None: no limit.
     approximate_above : int or None, default=8_192
         Datastores of more context tokens than this search each answer token's
-        candidates approximately: only the entries of the 16 lists (of 256 k-means
+        candidates approximately: only the entries of the 32 lists (of 256 k-means
         centroids of the encoder's keys, trained once per model and layer and shipped
         with the package) nearest to its query, plus every entry of its match class, so
         its matched players and the sentences that carry it stay exact. The players found

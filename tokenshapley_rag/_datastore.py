@@ -90,7 +90,9 @@ class Datastore:
     the exact search took a quarter to a half of the time of faiss's flat index on this
     CPU; at ~400 entries faiss's search alone was a little faster, but building its index
     took ~10x longer than the search (docs/reports/performance.md). It needs no second copy of the
-    keys. It grows with the datastore; an approximate index would trade exactness for that.
+    keys. It grows with the datastore: above ``approximate_above`` context tokens the builder
+    passes a ``quantiser`` and the search scans only each query's probed lists and its class
+    (the ``quantiser`` parameter below; docs/method.md §3), its players still measured exactly.
 
     Parameters
     ----------
@@ -128,15 +130,29 @@ class Datastore:
         sizes = [len(e.ids) for e in entries]
         self.size = int(sum(sizes))
         hidden = next((e.keys.shape[1] for e in entries if e.keys.ndim == 2), 0)
-        # torch converts float16 ~9x faster than numpy's astype (which is not vectorised).
-        self.keys = (
-            torch.from_numpy(np.concatenate([e.keys for e in entries])).float().numpy()
-            if self.size
-            else np.zeros((0, hidden), dtype=np.float32)
-        )
+        self._width = hidden
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
-        # Entry i's key equals entry _representative[i]'s, bit for bit.
-        self._representative = _share_prefix_keys(self.keys, [e.ids for e in entries], self.token_ids)
+        # Entry i's key equals entry _representative[i]'s, bit for bit (_share_prefix_keys).
+        self._representative = _prefix_representatives([e.ids for e in entries], self.token_ids)
+        self._probe: _ProbeIndex | None = None
+        self._exact_only = False
+        if quantiser is not None and probes > 0 and self.size:
+            # The keys are kept once, in list order (the entry-order copy is gathered back
+            # only by the exact searches: analysis, and tokens whose lists were too small).
+            # An entry's list is its representative's (equal keys, one list).
+            lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
+            self._probe = _ProbeIndex(quantiser, probes, lists, np.concatenate([e.keys for e in entries]),
+                                      self._representative)
+            self._norms = self._probe.norms[self._probe.position]
+        else:
+            # torch converts float16 ~9x faster than numpy's astype (which is not vectorised).
+            self.keys = (
+                torch.from_numpy(np.concatenate([e.keys for e in entries])).float().numpy()
+                if self.size
+                else np.zeros((0, hidden), dtype=np.float32)
+            )
+            _copy_representatives(self.keys, self._representative)
+            self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -148,21 +164,10 @@ class Datastore:
         # Entries grouped by class (computed once): a class's members are one slice.
         self._groups = {False: _group(self.token_class)}
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
-        self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
         # The searches' error bound e = rel |q|^2 + (rel |k|^2 + abs) (_preselect_margin):
         # the entries' part, per entry (its representative's norm, like its distance).
-        self._rel, absolute = _preselect_margin(self.keys.shape[1])
+        self._rel, absolute = _preselect_margin(self._width)
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
-        self._probe: _ProbeIndex | None = None
-        self._exact_only = False
-        self._width = self.keys.shape[1]
-        if quantiser is not None and probes > 0 and self.size:
-            # An entry's list is its representative's (equal keys, one list).
-            lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
-            self._probe = _ProbeIndex(quantiser, probes, lists, self.keys, self._norms)
-            # The keys are kept once, in list order (the entry-order copy is gathered back
-            # only by the exact searches: analysis, and tokens whose lists were too small).
-            del self.keys
 
     def __getattr__(self, name: str):
         # Only reached for ``keys`` when the approximate index holds them (in list order).
@@ -498,32 +503,52 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray], flat_id
     in Python it took ~90 ms of a 64k-token rebuild. ``flat_ids``: the sentences' ids
     concatenated, when the caller has them.
     """
+    representative = _prefix_representatives(sentence_ids, flat_ids)
+    _copy_representatives(keys, representative)
+    return representative
+
+
+def _prefix_representatives(sentence_ids: list[np.ndarray], flat_ids: np.ndarray | None = None) -> np.ndarray:
+    """Per entry, the entry whose key it shares (:func:`_share_prefix_keys`), from the
+    token ids alone."""
     starts = np.zeros(len(sentence_ids) + 1, dtype=np.int64)
     np.cumsum([len(ids) for ids in sentence_ids], out=starts[1:])
     if flat_ids is None:
         flat_ids = np.concatenate(sentence_ids) if sentence_ids else np.zeros(0, np.int64)
-    representative = prefix_representatives(np.ascontiguousarray(flat_ids, dtype=np.int64), starts)
-    # Representatives are roots (an entry that points to itself): one gather copies them all.
+    return prefix_representatives(np.ascontiguousarray(flat_ids, dtype=np.int64), starts)
+
+
+def _copy_representatives(keys: np.ndarray, representative: np.ndarray, rows: np.ndarray | None = None) -> None:
+    """Copy each representative's key onto the entries that share it (in place).
+    Representatives are roots (entries that point to themselves), so one gather copies
+    them all. ``rows``: where entry ``j``'s key is in ``keys`` (default: row ``j``)."""
     moved = np.flatnonzero(representative != np.arange(len(representative)))
     if len(moved):
-        keys[moved] = keys[representative[moved]]
-    return representative
+        if rows is None:
+            keys[moved] = keys[representative[moved]]
+        else:
+            keys[rows[moved]] = keys[rows[representative[moved]]]
 
 
 class _ProbeIndex:
     """The approximate search's lists over one datastore: ``order`` holds the entries
     sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``,
-    and ``keys`` and ``norms`` hold their keys and key norms in that order (a list's keys
-    contiguous, so each is read once per search, :func:`~tokenshapley_rag._kernels.list_products`)."""
+    and ``keys`` and ``norms`` hold their float32 keys (shared prefixes applied) and key
+    norms in that order, so a list's keys are contiguous and each is read once per search
+    (:func:`~tokenshapley_rag._kernels.list_products`). ``position[j]``: entry ``j``'s row.
+    The stored keys are gathered into list order before they are widened to float32, so the
+    rebuild writes the float32 keys once, as the exact datastore does."""
 
-    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray, keys: np.ndarray, norms: np.ndarray) -> None:
+    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray, stored_keys: np.ndarray,
+                 representative: np.ndarray) -> None:
         self.quantiser, self.probes, self.lists = quantiser, probes, lists
         self.order = np.argsort(lists, kind="stable")
-        # torch gathers rows on its threads (numpy's take is one thread).
-        self.keys = torch.from_numpy(keys).index_select(0, torch.from_numpy(self.order)).numpy()
-        self.norms = norms[self.order]
-        self.position = np.empty_like(self.order)  # entry -> its row in ``keys``
+        self.position = np.empty_like(self.order)
         self.position[self.order] = np.arange(len(self.order))
+        # torch gathers rows and converts float16 on its threads (numpy's are one thread).
+        self.keys = torch.from_numpy(stored_keys).index_select(0, torch.from_numpy(self.order)).float().numpy()
+        _copy_representatives(self.keys, representative, self.position)
+        self.norms = np.einsum("nd,nd->n", self.keys, self.keys)
         self.starts = np.zeros(quantiser.n_lists + 1, dtype=np.int64)
         np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 

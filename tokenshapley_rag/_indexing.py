@@ -28,7 +28,7 @@ DATASTORE_MEMO_ITEMS = 4
 DATASTORE_MEMO_TOKENS = 65_536
 # Lists probed per answer token on the approximate path (of the quantiser's 256), chosen on
 # QuoteSum and VeriGran dev padded to 16k and 64k tokens (docs/reports/performance.md).
-PROBES = 16
+PROBES = 32
 
 
 class DatastoreBuilder:
