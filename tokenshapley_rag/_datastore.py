@@ -134,25 +134,20 @@ class Datastore:
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
         # Entry i's key equals entry _representative[i]'s, bit for bit (_share_prefix_keys).
         self._representative = _prefix_representatives([e.ids for e in entries], self.token_ids)
+        # torch converts float16 ~9x faster than numpy's astype (which is not vectorised).
+        self.keys = (
+            torch.from_numpy(np.concatenate([e.keys for e in entries])).float().numpy()
+            if self.size
+            else np.zeros((0, hidden), dtype=np.float32)
+        )
+        _copy_representatives(self.keys, self._representative)
+        self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
         self._probe: _ProbeIndex | None = None
         self._exact_only = False
         if quantiser is not None and probes > 0 and self.size:
-            # The keys are kept once, in list order (the entry-order copy is gathered back
-            # only by the exact searches: analysis, and tokens whose lists were too small).
             # An entry's list is its representative's (equal keys, one list).
             lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
-            self._probe = _ProbeIndex(quantiser, probes, lists, np.concatenate([e.keys for e in entries]),
-                                      self._representative)
-            self._norms = self._probe.norms[self._probe.position]
-        else:
-            # torch converts float16 ~9x faster than numpy's astype (which is not vectorised).
-            self.keys = (
-                torch.from_numpy(np.concatenate([e.keys for e in entries])).float().numpy()
-                if self.size
-                else np.zeros((0, hidden), dtype=np.float32)
-            )
-            _copy_representatives(self.keys, self._representative)
-            self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
+            self._probe = _ProbeIndex(quantiser, probes, lists)
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -168,13 +163,6 @@ class Datastore:
         # the entries' part, per entry (its representative's norm, like its distance).
         self._rel, absolute = _preselect_margin(self._width)
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
-
-    def __getattr__(self, name: str):
-        # Only reached for ``keys`` when the approximate index holds them (in list order).
-        if name == "keys" and self.__dict__.get("_probe") is not None:
-            probe = self._probe
-            return probe.keys[probe.position]
-        raise AttributeError(name)
 
     @property
     def approximate(self) -> bool:
@@ -297,11 +285,11 @@ class Datastore:
         np.cumsum(np.bincount(probes.ravel(), minlength=probe.quantiser.n_lists), out=pair_starts[1:])
         slot_base = slot_base[:-1].reshape(probes.shape)
         with step("distance_product"):
-            list_products(q, probe.keys, probe.norms, probe.starts, pair_order, pair_starts, n_probes, slot_base,
-                          products)
+            list_products(q, self.keys, self._norms, probe.order, probe.starts, pair_order, pair_starts, n_probes,
+                          slot_base, products)
         found = np.zeros(q.shape[0], dtype=np.int64)
         (token_order, token_sorted), (piece_order, piece_sorted) = self._groups[False], self._groups[True]
-        probe_rows(q, q_norms, probe.keys, probe.position, self._norms, self._key_margin, self._rel, self._representative,
+        probe_rows(q, q_norms, self.keys, self._norms, self._key_margin, self._rel, self._representative,
                    self.token_class, self.piece_class, self.sentence_of, classes, use_piece, n_match, probes,
                    probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, products,
                    slot_base, d_out, i_out, carries, found)
@@ -518,37 +506,24 @@ def _prefix_representatives(sentence_ids: list[np.ndarray], flat_ids: np.ndarray
     return prefix_representatives(np.ascontiguousarray(flat_ids, dtype=np.int64), starts)
 
 
-def _copy_representatives(keys: np.ndarray, representative: np.ndarray, rows: np.ndarray | None = None) -> None:
+def _copy_representatives(keys: np.ndarray, representative: np.ndarray) -> None:
     """Copy each representative's key onto the entries that share it (in place).
     Representatives are roots (entries that point to themselves), so one gather copies
-    them all. ``rows``: where entry ``j``'s key is in ``keys`` (default: row ``j``)."""
+    them all."""
     moved = np.flatnonzero(representative != np.arange(len(representative)))
     if len(moved):
-        if rows is None:
-            keys[moved] = keys[representative[moved]]
-        else:
-            keys[rows[moved]] = keys[rows[representative[moved]]]
+        keys[moved] = keys[representative[moved]]
 
 
 class _ProbeIndex:
     """The approximate search's lists over one datastore: ``order`` holds the entries
-    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``,
-    and ``keys`` and ``norms`` hold their float32 keys (shared prefixes applied) and key
-    norms in that order, so a list's keys are contiguous and each is read once per search
-    (:func:`~tokenshapley_rag._kernels.list_products`). ``position[j]``: entry ``j``'s row.
-    The stored keys are gathered into list order before they are widened to float32, so the
-    rebuild writes the float32 keys once, as the exact datastore does."""
+    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``.
+    The keys stay where the datastore has them: gathering them into list order cost more
+    in the rebuild (one more pass over every key) than it saved in the search."""
 
-    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray, stored_keys: np.ndarray,
-                 representative: np.ndarray) -> None:
+    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray) -> None:
         self.quantiser, self.probes, self.lists = quantiser, probes, lists
         self.order = np.argsort(lists, kind="stable")
-        self.position = np.empty_like(self.order)
-        self.position[self.order] = np.arange(len(self.order))
-        # torch gathers rows and converts float16 on its threads (numpy's are one thread).
-        self.keys = torch.from_numpy(stored_keys).index_select(0, torch.from_numpy(self.order)).float().numpy()
-        _copy_representatives(self.keys, representative, self.position)
-        self.norms = np.einsum("nd,nd->n", self.keys, self.keys)
         self.starts = np.zeros(quantiser.n_lists + 1, dtype=np.int64)
         np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 

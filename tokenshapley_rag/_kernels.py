@@ -509,15 +509,14 @@ def insert_ordered(dist, index, n, d, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def probe_row(q, q_norm, keys, position, norms, key_margin, rel, representative, classes, sentence_of, cls, n_match,
+def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, sentence_of, cls, n_match,
               probes, list_order, list_starts, class_order, class_sorted, products, slot_base, d_out, i_out, carries):
     """:func:`scan_row` over the candidates of the approximate search only: every entry of
     the token's class (so its matched players and carrying sentences are exact) and the
     entries of its probed lists. Float32 distances pre-select within the same bound: the
     class's from :func:`dot32`, the lists' from ``products`` (:func:`list_products`, probe
     ``p``'s list at ``slot_base[p]``); the survivors are measured in float64 (:func:`exact_d2`) and ordered by
-    (distance, index). ``keys`` are in list order: entry ``j``'s is ``keys[position[j]]``.
-    Returns the number of players found (the caller searches exactly when it is under
+    (distance, index). Returns the number of players found (the caller searches exactly when it is under
     ``len(d_out)``)."""
     m = d_out.shape[0]
     qn = np.float64(q_norm)
@@ -553,7 +552,7 @@ def probe_row(q, q_norm, keys, position, norms, key_margin, rel, representative,
                     carries[sentence_of[j]] = True
                 if same:
                     r = representative[j]
-                    partial = norms[r] - two * dot32(q, keys[position[r]])
+                    partial = norms[r] - two * dot32(q, keys[r])
                 else:
                     partial = products[slot_base[s] + c - a]
                 d = np.float64(partial) + qn
@@ -591,7 +590,7 @@ def probe_row(q, q_norm, keys, position, norms, key_margin, rel, representative,
         in_near = not lo > near_cut
         in_match = n_match > 0 and not lo > match_cut and kept_same[c]
         if in_near or in_match:
-            x = exact_d2(q, keys[position[j]])
+            x = exact_d2(q, keys[j])
             if in_match:
                 n_same = insert_ordered(match_d, match_i, n_same, x, j)
             if in_near:
@@ -620,34 +619,35 @@ def probe_row(q, q_norm, keys, position, norms, key_margin, rel, representative,
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def probe_rows(q, q_norms, keys, position, norms, key_margin, rel, representative, token_class, piece_class, sentence_of,
+def probe_rows(q, q_norms, keys, norms, key_margin, rel, representative, token_class, piece_class, sentence_of,
                classes, use_piece, n_match, probes, list_order, list_starts, token_groups, token_sorted, piece_groups,
                piece_sorted, products, slot_base, d_out, i_out, carries, found):
     for t in numba.prange(q.shape[0]):
         if use_piece[t]:
-            found[t] = probe_row(q[t], q_norms[t], keys, position, norms, key_margin, rel, representative, piece_class,
+            found[t] = probe_row(q[t], q_norms[t], keys, norms, key_margin, rel, representative, piece_class,
                                  sentence_of, classes[t], n_match, probes[t], list_order, list_starts, piece_groups,
                                  piece_sorted, products, slot_base[t], d_out[t], i_out[t], carries[t])
         else:
-            found[t] = probe_row(q[t], q_norms[t], keys, position, norms, key_margin, rel, representative, token_class,
+            found[t] = probe_row(q[t], q_norms[t], keys, norms, key_margin, rel, representative, token_class,
                                  sentence_of, classes[t], n_match, probes[t], list_order, list_starts, token_groups,
                                  token_sorted, products, slot_base[t], d_out[t], i_out[t], carries[t])
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def list_products(q, list_keys, list_norms, list_starts, pair_order, pair_starts, n_probes, slot_base, products):
+def list_products(q, keys, norms, list_order, list_starts, pair_order, pair_starts, n_probes, slot_base, products):
     """``|k|^2 - 2 q.k`` in float32 for every query and every entry of each list it probes,
-    list by list: each key (``list_keys``: the entries' keys in list order) is read once and
-    met by every query probing its list while in cache, as a matrix product would (each
-    query alone would read every probed key again). Pair ``pair_order[i]`` (``t * n_probes +
-    p``: query ``t``'s probe ``p``) is in list ``l`` for ``pair_starts[l] <= i <
-    pair_starts[l + 1]``; its row goes to ``products[slot_base[t, p]:]``."""
+    list by list: each key is read once and met by every query probing its list while in
+    cache, as a matrix product would (each query alone would read every probed key again).
+    List ``l``'s entries are ``list_order[list_starts[l]:list_starts[l + 1]]``. Pair
+    ``pair_order[i]`` (``t * n_probes + p``: query ``t``'s probe ``p``) is in list ``l`` for
+    ``pair_starts[l] <= i < pair_starts[l + 1]``; its row goes to ``products[slot_base[t, p]:]``."""
     two = np.float32(2.0)
     for lst in numba.prange(list_starts.shape[0] - 1):
         a, b = list_starts[lst], list_starts[lst + 1]
         for c in range(a, b):
-            key = list_keys[c]
-            norm = list_norms[c]
+            j = list_order[c]
+            key = keys[j]
+            norm = norms[j]
             for i in range(pair_starts[lst], pair_starts[lst + 1]):
                 pair = pair_order[i]
                 t = pair // n_probes
