@@ -16,7 +16,9 @@ A keyword citation agrees when its status, and its cited (source, sentence) pair
 same.
 
     HF_HUB_OFFLINE=1 python benchmarks/long_context_bench.py --data /work/shared/data \
-        --sizes 16384 65536 --repeats 5 --agreement 40
+        --sizes 16384 65536 --search-sizes 8192 16384 65536 --repeats 5 --agreement 0
+    HF_HUB_OFFLINE=1 python benchmarks/long_context_bench.py --data /work/shared/data \
+        --sizes --search-sizes --agreement 30 --agreement-sizes 16384
 """
 
 from __future__ import annotations
@@ -240,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agreement", type=int, default=40, help="answers per set and size (0: skip)")
     ap.add_argument("--agreement-sizes", type=int, nargs="+", default=None)
     ap.add_argument("--search-sizes", type=int, nargs="*", default=[2048, 4096, 8192, 16384, 32768, 65536])
-    ap.add_argument("--threshold", type=int, default=None, help="approximate_above (default: the library's)")
+    ap.add_argument("--threshold", type=int, default=8192,
+                    help="approximate_above of the approximate rows (default 8192: below every size measured, so "
+                         "the 16k rows are approximate too; the library's default is DEFAULT_APPROXIMATE_ABOVE)")
     ap.add_argument("--probes", type=int, default=None, help="lists probed per token (default: the library's)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache-dir", default=None)
@@ -266,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
-    threshold = DEFAULT_APPROXIMATE_ABOVE if args.threshold is None else args.threshold
+    threshold = args.threshold
     ts = TokenShapley(cache_dir=args.cache_dir, max_source_chars=None, max_context_chars=None)
     # Long contexts hold more sentences than the default memory tier: keep them all in memory.
     ts.cache.memory_items = 1 << 16
@@ -277,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = nq_passages(data)
     quotesum = load_dataset("quotesum", data)
     verigran = load_dataset("verigran", data)
-    out: dict = {"threshold": threshold, "probes": PROBES, "lists": ts.pipeline.builder.quantiser.n_lists,
+    out: dict = {"threshold": threshold, "default_threshold": DEFAULT_APPROXIMATE_ABOVE, "probes": PROBES, "lists": ts.pipeline.builder.quantiser.n_lists,
                  "load_start": load_avg()}
     print(f"approximate_above={threshold}, {PROBES} of {out['lists']} lists probed; load {out['load_start']}", flush=True)
 
