@@ -188,3 +188,23 @@ def test_threshold_zero_gives_the_exact_citations_on_a_real_example(ts, monkeypa
     assert got.citations and got.citations == want.citations
     cached = approx.cache.get(approx.encoder.cache_key, "The Eiffel Tower is in Paris.")
     assert cached is not None and cached.lists_of == approx.pipeline.builder.quantiser.digest
+
+
+def test_the_probed_search_does_not_depend_on_thread_counts():
+    import numba
+    import torch
+
+    _, approx, q, classes, pieces = _stores(7, probes=2)
+    saved = numba.get_num_threads(), torch.get_num_threads()
+    runs = []
+    try:
+        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(threads)
+            torch.set_num_threads(threads)
+            runs.append(approx.game_candidates(q, classes, 10, 5, pieces))
+    finally:
+        numba.set_num_threads(saved[0])
+        torch.set_num_threads(saved[1])
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
