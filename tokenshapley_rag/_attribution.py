@@ -130,7 +130,7 @@ class TokenShapley:
         :meth:`attribute` and :meth:`stream` refuse a source longer than this (in
         characters) with :class:`~tokenshapley_rag.errors.TextTooLongError`, before any
         work. None: no limit.
-    approximate_above : int or None, default=16_384
+    approximate_above : int or None, default=32_768
         Datastores of more context tokens than this search each answer token's
         candidates approximately: only the entries of the 32 lists (of 256 k-means
         centroids of the encoder's keys, trained once per model and layer and shipped

@@ -10,4 +10,4 @@ DEFAULT_LAYER = 8
 
 # Context tokens above which the candidate search probes the quantiser's lists instead of
 # scanning every entry (docs/method.md §3; measured in docs/reports/performance.md).
-DEFAULT_APPROXIMATE_ABOVE = 16_384
+DEFAULT_APPROXIMATE_ABOVE = 32_768
