@@ -16,7 +16,7 @@ import numpy as np
 
 from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._sentence_cache import SentenceCache
-from tokenshapley_rag._defaults import DEFAULT_LAYER
+from tokenshapley_rag._defaults import DEFAULT_APPROXIMATE_ABOVE, DEFAULT_LAYER
 from tokenshapley_rag._encoder import CausalLMEncoder
 from tokenshapley_rag._limits import (
     DEFAULT_MAX_CONTEXT_CHARS,
@@ -130,6 +130,16 @@ class TokenShapley:
         :meth:`attribute` and :meth:`stream` refuse a source longer than this (in
         characters) with :class:`~tokenshapley_rag.errors.TextTooLongError`, before any
         work. None: no limit.
+    approximate_above : int or None, default=32_768
+        Datastores of more context tokens than this search each answer token's
+        candidates approximately: only the entries of the 32 lists (of 256 k-means
+        centroids of the encoder's keys, trained once per model and layer and shipped
+        with the package) nearest to its query, plus every entry of its match class, so
+        its matched players and the sentences that carry it stay exact. The players found
+        are measured and ordered exactly, so their Shapley values are exact; only which
+        far entries are players can differ. At or below the threshold, or for an encoder
+        without a shipped quantiser, the search is exact. Measured agreement with exact
+        search and speed: docs/reports/performance.md. None: always exact.
     max_context_chars : int or None, default=120_000
         The same for all sources together. The defaults bound a cold attribution to
         about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores
@@ -174,6 +184,7 @@ class TokenShapley:
         "support_threshold": [NONE, Interval(float, None, None)],
         "use_disk_cache": [Boolean()],
         "max_sentence_tokens": [NONE, Interval(int, 1, None)],
+        "approximate_above": [NONE, Interval(int, 0, None)],
     }
 
     def __init__(
@@ -198,8 +209,10 @@ class TokenShapley:
         max_sentence_tokens: int | None = None,
         max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
         max_context_chars: int | None = DEFAULT_MAX_CONTEXT_CHARS,
+        approximate_above: int | None = DEFAULT_APPROXIMATE_ABOVE,
     ) -> None:
         validate_params(self._parameter_constraints, {
+            "approximate_above": approximate_above,
             "k": k, "m": m, "gamma": gamma, "match": match, "candidates": candidates,
             "context_weight": context_weight, "context_scale": context_scale, "verbatim": verbatim,
             "support_threshold": support_threshold, "use_disk_cache": use_disk_cache,
@@ -236,7 +249,9 @@ class TokenShapley:
             self.encoder, self.cache, k=k, m=m, gamma=gamma, match=match, candidates=candidates,
             context_weight=self.context_weight, context_scale=self.context_scale, verbatim=verbatim,
             support_threshold=self.support_threshold, max_sentence_tokens=self.max_sentence_tokens,
+            approximate_above=approximate_above,
         )
+        self.approximate_above = approximate_above
 
     @classmethod
     def from_pretrained(
@@ -256,7 +271,8 @@ class TokenShapley:
         ``params`` are the method's parameters (``k``, ``m``, ``gamma``, ``match``,
         ``candidates``, ``context_weight``, ``context_scale``, ``verbatim``,
         ``support_threshold``, ``use_disk_cache``, ``max_sentence_tokens``,
-        ``max_source_chars``, ``max_context_chars``), validated as the constructor does.
+        ``max_source_chars``, ``max_context_chars``, ``approximate_above``), validated as
+        the constructor does.
 
         Parameters
         ----------
@@ -317,6 +333,7 @@ class TokenShapley:
             "max_sentence_tokens": self.max_sentence_tokens,
             "max_source_chars": self.max_source_chars,
             "max_context_chars": self.max_context_chars,
+            "approximate_above": self.approximate_above,
         }
 
     # ------------------------------------------------------------------ datastore

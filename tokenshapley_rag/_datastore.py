@@ -5,13 +5,18 @@ compiled search kernels are in :mod:`._kernels`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from tokenshapley_rag._kernels import (
     exact_rows,
+    list_products,
+    prefix_representatives,
+    probe_rows,
     scan_rows,
     scan_rows_serial,
     select_rows,
@@ -20,6 +25,9 @@ from tokenshapley_rag._kernels import (
 )
 from tokenshapley_rag._sentence_cache import CachedSentence
 from tokenshapley_rag._timing import step
+
+if TYPE_CHECKING:
+    from tokenshapley_rag._quantiser import Quantiser
 
 __all__ = ["Datastore", "SentenceRecord"]
 
@@ -82,7 +90,9 @@ class Datastore:
     the exact search took a quarter to a half of the time of faiss's flat index on this
     CPU; at ~400 entries faiss's search alone was a little faster, but building its index
     took ~10x longer than the search (docs/reports/performance.md). It needs no second copy of the
-    keys. It grows with the datastore; an approximate index would trade exactness for that.
+    keys. It grows with the datastore: above ``approximate_above`` context tokens the builder
+    passes a ``quantiser`` and the search scans only each query's probed lists and its class
+    (the ``quantiser`` parameter below; docs/method.md §3), its players still measured exactly.
 
     Parameters
     ----------
@@ -96,6 +106,14 @@ class Datastore:
         normalized text when ``token_classes`` are word classes), for answer tokens that
         match by piece (``pieces=True`` in the searches); None: the same as
         ``token_classes``.
+    quantiser : Quantiser or None
+        With ``probes``: :meth:`game_candidates` searches approximately, over the entries
+        of each query's ``probes`` nearest lists (``quantiser.nearest``) and every entry of
+        its class, instead of all entries; each entry's list is its sentence's
+        ``CachedSentence.lists`` (assigned with this quantiser). The players found are
+        still measured and ordered exactly. None: exact search (the default).
+    probes : int
+        Lists probed per query on the approximate path.
     """
 
     def __init__(
@@ -104,20 +122,32 @@ class Datastore:
         entries: list[CachedSentence],
         token_classes: list[np.ndarray],
         piece_classes: list[np.ndarray] | None = None,
+        *,
+        quantiser: Quantiser | None = None,
+        probes: int = 0,
     ) -> None:
         self.sentences = sentences
         sizes = [len(e.ids) for e in entries]
         self.size = int(sum(sizes))
         hidden = next((e.keys.shape[1] for e in entries if e.keys.ndim == 2), 0)
+        self._width = hidden
+        self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
+        # Entry i's key equals entry _representative[i]'s, bit for bit (_share_prefix_keys).
+        self._representative = _prefix_representatives([e.ids for e in entries], self.token_ids)
         # torch converts float16 ~9x faster than numpy's astype (which is not vectorised).
         self.keys = (
             torch.from_numpy(np.concatenate([e.keys for e in entries])).float().numpy()
             if self.size
             else np.zeros((0, hidden), dtype=np.float32)
         )
-        self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
-        # Entry i's key equals entry _representative[i]'s, bit for bit.
-        self._representative = _share_prefix_keys(self.keys, [e.ids for e in entries])
+        _copy_representatives(self.keys, self._representative)
+        self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
+        self._probe: _ProbeIndex | None = None
+        self._exact_only = False
+        if quantiser is not None and probes > 0 and self.size:
+            # An entry's list is its representative's (equal keys, one list).
+            lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
+            self._probe = _ProbeIndex(quantiser, probes, lists)
         self.token_class = np.concatenate(token_classes) if self.size else np.zeros(0, np.int64)
         self.sentence_of = np.repeat(np.arange(len(sentences)), sizes).astype(np.int64)
         self.source_of = np.array([sentences[i].source_index for i in range(len(sentences))], dtype=np.int64)[
@@ -129,11 +159,22 @@ class Datastore:
         # Entries grouped by class (computed once): a class's members are one slice.
         self._groups = {False: _group(self.token_class)}
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
-        self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
         # The searches' error bound e = rel |q|^2 + (rel |k|^2 + abs) (_preselect_margin):
         # the entries' part, per entry (its representative's norm, like its distance).
-        self._rel, absolute = _preselect_margin(self.keys.shape[1])
+        self._rel, absolute = _preselect_margin(self._width)
         self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
+
+    @property
+    def approximate(self) -> bool:
+        """Whether :meth:`game_candidates` searches approximately (only the probed lists)."""
+        return self._probe is not None and not self._exact_only
+
+    def searched_exactly(self) -> Datastore:
+        """This datastore (sharing its arrays) with :meth:`game_candidates` searching
+        every entry: the approximate search's reference."""
+        twin = copy.copy(self)
+        twin._exact_only = True
+        return twin
 
     @property
     def rows_per_block(self) -> int:
@@ -215,6 +256,52 @@ class Datastore:
             return d_out, i_out, carries
         self._check_queries(q)
         q_norms = np.einsum("td,td->t", q, q)
+        if self.approximate:
+            exact = self._probe_candidates(q, q_norms, classes, use_piece, n_match, d_out, i_out, carries)
+            if not exact.any():
+                return d_out, i_out, carries
+            # Rows whose probed lists held fewer than m entries: searched exactly.
+            rows_left = np.flatnonzero(exact)
+            carries[rows_left] = False
+            sub = self._exact_candidates(q[rows_left], q_norms[rows_left], classes[rows_left], use_piece[rows_left],
+                                         m, n_match)
+            d_out[rows_left], i_out[rows_left], carries[rows_left] = sub
+            return d_out, i_out, carries
+        return self._exact_candidates(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
+
+    def _probe_candidates(self, q, q_norms, classes, use_piece, n_match, d_out, i_out, carries) -> np.ndarray:
+        """The approximate search (class docstring); returns, per row, whether it found
+        fewer than ``m`` players (then it must be searched exactly)."""
+        probe = self._probe
+        probes = probe.quantiser.nearest(q, probe.probes)
+        n_probes = probes.shape[1]
+        # Each (query, probe) pair gets a slot of its list's length in one flat buffer.
+        sizes = np.diff(probe.starts)[probes]
+        slot_base = np.zeros(probes.size + 1, dtype=np.int64)
+        np.cumsum(sizes.ravel(), out=slot_base[1:])
+        products = np.empty(int(slot_base[-1]), dtype=np.float32)
+        pair_order = np.argsort(probes.ravel(), kind="stable")
+        pair_starts = np.zeros(probe.quantiser.n_lists + 1, dtype=np.int64)
+        np.cumsum(np.bincount(probes.ravel(), minlength=probe.quantiser.n_lists), out=pair_starts[1:])
+        slot_base = slot_base[:-1].reshape(probes.shape)
+        with step("distance_product"):
+            list_products(q, self.keys, self._norms, probe.order, probe.starts, pair_order, pair_starts, n_probes,
+                          slot_base, products)
+        found = np.zeros(q.shape[0], dtype=np.int64)
+        (token_order, token_sorted), (piece_order, piece_sorted) = self._groups[False], self._groups[True]
+        probe_rows(q, q_norms, self.keys, self._norms, self._key_margin, self._rel, self._representative,
+                   self.token_class, self.piece_class, self.sentence_of, classes, use_piece, n_match, probes,
+                   probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, products,
+                   slot_base, d_out, i_out, carries, found)
+        return found < d_out.shape[1]
+
+    def _exact_candidates(self, q, q_norms, classes, use_piece, m, n_match, d_out=None, i_out=None, carries=None):
+        """:meth:`game_candidates` by the exact search, into the given arrays."""
+        t_rows = q.shape[0]
+        if d_out is None:
+            d_out = np.zeros((t_rows, m), dtype=np.float64)
+            i_out = np.zeros((t_rows, m), dtype=np.int64)
+            carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
@@ -230,8 +317,8 @@ class Datastore:
 
     def _check_queries(self, q: np.ndarray) -> None:
         """Refuse queries the compiled scans cannot bound (a NaN or inf) or index (width)."""
-        if q.ndim != 2 or q.shape[1] != self.keys.shape[1]:
-            raise ValueError(f"queries must have shape (T, {self.keys.shape[1]}), got {q.shape}")
+        if q.ndim != 2 or q.shape[1] != self._width:
+            raise ValueError(f"queries must have shape (T, {self._width}), got {q.shape}")
         if not np.isfinite(q).all():
             raise ValueError("queries must be finite (as float32)")
 
@@ -390,7 +477,7 @@ def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, classes[order]
 
 
-def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.ndarray:
+def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray], flat_ids: np.ndarray | None = None) -> np.ndarray:
     """Give entries whose sentences start with the same tokens one and the same key.
 
     A key depends only on its sentence's tokens before it, so such entries have equal
@@ -400,24 +487,45 @@ def _share_prefix_keys(keys: np.ndarray, sentence_ids: list[np.ndarray]) -> np.n
     Sentences are sorted by token sequence; each takes the keys of its predecessor for
     the prefix they share (in place, so the representative is deterministic). Returns,
     per entry, the index of the entry whose key it now shares (itself when none).
+    The rule is compiled (:func:`~tokenshapley_rag._kernels.prefix_representatives`):
+    in Python it took ~90 ms of a 64k-token rebuild. ``flat_ids``: the sentences' ids
+    concatenated, when the caller has them.
     """
-    starts = np.concatenate([[0], np.cumsum([len(ids) for ids in sentence_ids])]).astype(np.int64)
-    representative = np.arange(starts[-1], dtype=np.int64)
-    lists = [ids.tolist() for ids in sentence_ids]
-    order = sorted(range(len(lists)), key=lambda i: (lists[i], i))
-    for prev, cur in zip(order, order[1:]):
-        a, b = lists[prev], lists[cur]
-        n = min(len(a), len(b))
-        if n == 0:
-            continue
-        shared = 0  # tokens in common (sorted neighbours: usually none, or a whole copy)
-        while shared < n and a[shared] == b[shared]:
-            shared += 1
-        # The key before token j depends on tokens [0, j): keys 0..shared are equal.
-        width = min(shared + 1, n)
-        keys[starts[cur] : starts[cur] + width] = keys[starts[prev] : starts[prev] + width]
-        representative[starts[cur] : starts[cur] + width] = representative[starts[prev] : starts[prev] + width]
+    representative = _prefix_representatives(sentence_ids, flat_ids)
+    _copy_representatives(keys, representative)
     return representative
+
+
+def _prefix_representatives(sentence_ids: list[np.ndarray], flat_ids: np.ndarray | None = None) -> np.ndarray:
+    """Per entry, the entry whose key it shares (:func:`_share_prefix_keys`), from the
+    token ids alone."""
+    starts = np.zeros(len(sentence_ids) + 1, dtype=np.int64)
+    np.cumsum([len(ids) for ids in sentence_ids], out=starts[1:])
+    if flat_ids is None:
+        flat_ids = np.concatenate(sentence_ids) if sentence_ids else np.zeros(0, np.int64)
+    return prefix_representatives(np.ascontiguousarray(flat_ids, dtype=np.int64), starts)
+
+
+def _copy_representatives(keys: np.ndarray, representative: np.ndarray) -> None:
+    """Copy each representative's key onto the entries that share it (in place).
+    Representatives are roots (entries that point to themselves), so one gather copies
+    them all."""
+    moved = np.flatnonzero(representative != np.arange(len(representative)))
+    if len(moved):
+        keys[moved] = keys[representative[moved]]
+
+
+class _ProbeIndex:
+    """The approximate search's lists over one datastore: ``order`` holds the entries
+    sorted by list (then index); list ``l``'s entries are ``order[starts[l]:starts[l + 1]]``.
+    The keys stay where the datastore has them: gathering them into list order cost more
+    in the rebuild (one more pass over every key) than it saved in the search."""
+
+    def __init__(self, quantiser: Quantiser, probes: int, lists: np.ndarray) -> None:
+        self.quantiser, self.probes, self.lists = quantiser, probes, lists
+        self.order = np.argsort(lists, kind="stable")
+        self.starts = np.zeros(quantiser.n_lists + 1, dtype=np.int64)
+        np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 
 
 # Distance-matrix cells (queries x entries) above which the searches scan rows on numba's

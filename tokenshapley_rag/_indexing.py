@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import torch
 
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._limits import checkpoint
 from tokenshapley_rag._memo import LRUMemo
+from tokenshapley_rag._quantiser import Quantiser
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import TokenClasses
@@ -23,6 +26,9 @@ __all__ = ["DatastoreBuilder"]
 # at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
 DATASTORE_MEMO_ITEMS = 4
 DATASTORE_MEMO_TOKENS = 65_536
+# Lists probed per answer token on the approximate path (of the quantiser's 256), chosen on
+# QuoteSum and VeriGran dev padded to 16k and 64k tokens (docs/reports/performance.md).
+PROBES = 32
 
 
 class DatastoreBuilder:
@@ -33,14 +39,20 @@ class DatastoreBuilder:
     too (``match="word_or_token"``). Remembers, for the last few thousand texts (the cache's
     ``memory_items``), each source's sentence split and each sentence's classes, and the
     datastores of the last few source lists (:meth:`datastore_for`).
+
+    A datastore of more than ``approximate_above`` entries is searched approximately (over
+    the lists of ``quantiser`` that each answer token probes, ``PROBES`` of them); its
+    sentences' lists are assigned once and kept in the sentence cache. None, or no
+    quantiser: always exact.
     """
 
     def __init__(
         self, encoder: CausalLMEncoder, cache: SentenceCache, classes: TokenClasses, *, max_sentence_tokens: int,
-        piece_classes: bool,
+        piece_classes: bool, quantiser: Quantiser | None = None, approximate_above: int | None = None,
     ) -> None:
         self.encoder, self.cache, self.classes = encoder, cache, classes
         self.max_sentence_tokens, self.piece_classes = max_sentence_tokens, piece_classes
+        self.quantiser, self.approximate_above = quantiser, approximate_above
         self._splits_of_source = LRUMemo(cache.memory_items)  # source text -> sentence spans
         self._classes_of_sentence = LRUMemo(cache.memory_items)  # text -> (classes, pieces)
         self._datastores = LRUMemo(DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
@@ -120,8 +132,11 @@ class DatastoreBuilder:
                 if bar is not None:
                     bar.close()
             with step("store_keys"):
-                for i, tok, st in zip(missing, toks, states):
-                    entry = CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st))
+                new = [CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st)) for tok, st in zip(toks, states)]
+                total = sum(len(e.ids) for e in entries if e is not None) + sum(len(e.ids) for e in new)
+                if self.searches_approximately(total):  # their lists, so each file is written once
+                    new = self._with_lists([records[i] for i in missing], new, write=False)
+                for i, entry in zip(missing, new):
                     self.cache.put(key, records[i].text, entry)
                     entries[i] = entry
         done = [e for e in entries if e is not None]
@@ -129,7 +144,38 @@ class DatastoreBuilder:
             classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
         pieces = [p for _, p in classes] if self.piece_classes else None
         with step("index"):
-            return Datastore(records, done, [c for c, _ in classes], pieces)
+            if not self.searches_approximately(sum(len(e.ids) for e in done)):
+                return Datastore(records, done, [c for c, _ in classes], pieces)
+            done = self._with_lists(records, done)
+            return Datastore(records, done, [c for c, _ in classes], pieces, quantiser=self.quantiser, probes=PROBES)
+
+    def searches_approximately(self, entries: int) -> bool:
+        """Whether a datastore of ``entries`` entries is searched approximately."""
+        return self.quantiser is not None and self.approximate_above is not None and entries > self.approximate_above
+
+    def _with_lists(
+        self, records: list[SentenceRecord], entries: list[CachedSentence], *, write: bool = True
+    ) -> list[CachedSentence]:
+        """``entries``, each with its keys' lists in :attr:`quantiser`: those the cache
+        does not hold yet are assigned in one batch and (``write``) written back to the
+        cache (a sentence is assigned once, like it is encoded once)."""
+        assert self.quantiser is not None
+        digest = self.quantiser.digest
+        missing = [i for i, e in enumerate(entries) if e.lists is None or e.lists_of != digest]
+        if not missing:
+            return entries
+        keys = torch.from_numpy(np.concatenate([entries[i].keys for i in missing])).float().numpy()
+        lists = self.quantiser.assign(keys)
+        out = list(entries)
+        at = 0
+        key = self.encoder.cache_key
+        for i in missing:
+            n = len(entries[i].ids)
+            out[i] = replace(entries[i], lists=lists[at: at + n], lists_of=digest)
+            at += n
+            if write:
+                self.cache.put(key, records[i].text, out[i])
+        return out
 
     def datastore_for(self, sources: list[Source], *, cancel: Any = None) -> Datastore:
         """:meth:`build`, remembered for the last few source lists: the same retrieved

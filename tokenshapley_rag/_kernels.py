@@ -14,7 +14,8 @@ from tokenshapley_rag.shapley import _shapley_row
 
 __all__ = [
     "exact_d2", "exact_rows", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
-    "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows",
+    "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows", "prefix_representatives",
+    "probe_rows", "list_products",
 ]
 
 
@@ -414,3 +415,240 @@ def sequence_rows(token_class, sentence_of, order, sorted_class, flat, bounds, o
                     break
             if same:
                 out[r, sentence_of[j]] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def _sequence_less(ids, starts, a, b):
+    """Whether sentence ``a``'s token sequence sorts before ``b``'s (then: lower index)."""
+    la = starts[a + 1] - starts[a]
+    lb = starts[b + 1] - starts[b]
+    n = min(la, lb)
+    for i in range(n):
+        x = ids[starts[a] + i]
+        y = ids[starts[b] + i]
+        if x != y:
+            return x < y
+    if la != lb:
+        return la < lb
+    return a < b
+
+
+@numba.njit(cache=True, nogil=True)
+def prefix_representatives(ids, starts):
+    """Per entry, the entry whose key it shares (itself when none): the compiled rule of
+    :func:`~tokenshapley_rag._datastore._share_prefix_keys` (its docstring says why).
+    Sentences (``ids[starts[s]:starts[s + 1]]``) are merge-sorted by token sequence, then
+    index; each takes its predecessor's representatives for the prefix they share plus one
+    (the key before token ``j`` depends on tokens ``[0, j)``)."""
+    n_sent = starts.shape[0] - 1
+    representative = np.arange(starts[n_sent])
+    order = np.arange(n_sent)
+    buffer = np.empty(n_sent, np.int64)
+    width = 1
+    while width < n_sent:  # bottom-up merge sort: stable, O(n log n) comparisons
+        for lo in range(0, n_sent, 2 * width):
+            mid = min(lo + width, n_sent)
+            hi = min(lo + 2 * width, n_sent)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _sequence_less(ids, starts, order[j], order[i]):
+                    buffer[k] = order[j]
+                    j += 1
+                else:
+                    buffer[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                buffer[k] = order[i]
+                i += 1
+                k += 1
+            while j < hi:
+                buffer[k] = order[j]
+                j += 1
+                k += 1
+        order[:] = buffer
+        width *= 2
+    for r in range(1, n_sent):
+        prev, cur = order[r - 1], order[r]
+        a, b = starts[prev], starts[cur]
+        n = min(starts[prev + 1] - a, starts[cur + 1] - b)
+        if n == 0:
+            continue
+        shared = 0
+        while shared < n and ids[a + shared] == ids[b + shared]:
+            shared += 1
+        for j in range(min(shared + 1, n)):
+            representative[b + j] = representative[a + j]
+    return representative
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def dot32(q, key):
+    """``q . key`` in float32 in whatever order LLVM vectorises it: used only where the
+    pre-selection bound (``_preselect_margin``) covers any summation order."""
+    s = np.float32(0.0)
+    for i in range(q.shape[0]):
+        s += q[i] * key[i]
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_ordered(dist, index, n, d, j):
+    """:func:`insert` for entries arriving in any order: ties by distance go by index."""
+    cap = dist.shape[0]
+    if n == cap and not (d < dist[n - 1] or (d == dist[n - 1] and j < index[n - 1])):
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and (d < dist[p - 1] or (d == dist[p - 1] and j < index[p - 1])):
+        dist[p] = dist[p - 1]
+        index[p] = index[p - 1]
+        p -= 1
+    dist[p] = d
+    index[p] = j
+    return n + 1 if n < cap else n
+
+
+@numba.njit(cache=True, nogil=True)
+def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, sentence_of, cls, n_match,
+              probes, list_order, list_starts, class_order, class_sorted, products, slot_base, d_out, i_out, carries):
+    """:func:`scan_row` over the candidates of the approximate search only: every entry of
+    the token's class (so its matched players and carrying sentences are exact) and the
+    entries of its probed lists. Float32 distances pre-select within the same bound: the
+    class's from :func:`dot32`, the lists' from ``products`` (:func:`list_products`, probe
+    ``p``'s list at ``slot_base[p]``); the survivors are measured in float64 (:func:`exact_d2`) and ordered by
+    (distance, index). Returns the number of players found (the caller searches exactly when it is under
+    ``len(d_out)``)."""
+    m = d_out.shape[0]
+    qn = np.float64(q_norm)
+    q_margin = rel * qn
+    two = np.float32(2.0)
+    near_hi = np.empty(m)
+    match_hi = np.empty(max(n_match, 1))
+    n_near_hi = 0
+    n_match_hi = 0
+    near_cut = np.inf if m > 0 else -np.inf
+    match_cut = np.inf if n_match > 0 else -np.inf
+    c_lo = np.searchsorted(class_sorted, cls)
+    c_hi = np.searchsorted(class_sorted, cls + 1)
+    n_cand = c_hi - c_lo
+    for p in range(probes.shape[0]):
+        n_cand += list_starts[probes[p] + 1] - list_starts[probes[p]]
+    kept = np.empty(n_cand, np.int64)
+    kept_lo = np.empty(n_cand)
+    kept_same = np.empty(n_cand, np.bool_)
+    n_kept = 0
+    # Pass 1: the class's members; pass 2: the probed lists' other entries.
+    for stage in range(2):
+        n_src = c_hi - c_lo if stage == 0 else probes.shape[0]
+        for s in range(n_src):
+            a = c_lo + s if stage == 0 else list_starts[probes[s]]
+            b = a + 1 if stage == 0 else list_starts[probes[s] + 1]
+            for c in range(a, b):
+                j = class_order[c] if stage == 0 else list_order[c]
+                same = stage == 0
+                if not same and classes[j] == cls:
+                    continue  # seen in pass 1
+                if same:
+                    carries[sentence_of[j]] = True
+                if same:
+                    r = representative[j]
+                    partial = norms[r] - two * dot32(q, keys[r])
+                else:
+                    partial = products[slot_base[s] + c - a]
+                d = np.float64(partial) + qn
+                if d < 0.0:
+                    d = 0.0
+                e = q_margin + key_margin[j]
+                lo = d - e
+                if same:
+                    if lo > near_cut and lo > match_cut:
+                        continue
+                elif lo > near_cut:
+                    continue
+                kept[n_kept] = j
+                kept_lo[n_kept] = lo
+                kept_same[n_kept] = same
+                n_kept += 1
+                hi = d + e
+                if hi < near_cut:
+                    n_near_hi = insert_value(near_hi, n_near_hi, hi)
+                    if n_near_hi == m:
+                        near_cut = near_hi[m - 1]
+                if same and hi < match_cut:
+                    n_match_hi = insert_value(match_hi, n_match_hi, hi)
+                    if n_match_hi == n_match:
+                        match_cut = match_hi[n_match - 1]
+    near_d = np.empty(m)
+    near_i = np.empty(m, np.int64)
+    match_d = np.empty(max(n_match, 1))
+    match_i = np.empty(max(n_match, 1), np.int64)
+    n_near = 0
+    n_same = 0
+    for c in range(n_kept):
+        j = kept[c]
+        lo = kept_lo[c]
+        in_near = not lo > near_cut
+        in_match = n_match > 0 and not lo > match_cut and kept_same[c]
+        if in_near or in_match:
+            x = exact_d2(q, keys[j])
+            if in_match:
+                n_same = insert_ordered(match_d, match_i, n_same, x, j)
+            if in_near:
+                n_near = insert_ordered(near_d, near_i, n_near, x, j)
+    n = 0
+    for r in range(n_same):
+        n = insert(d_out, i_out, n, match_d[r], match_i[r])
+    for r in range(n_near):
+        if n == m:
+            break
+        taken = False
+        for s in range(n_same):
+            if match_i[s] == near_i[r]:
+                taken = True
+                break
+        if not taken:
+            p = n
+            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
+                d_out[p] = d_out[p - 1]
+                i_out[p] = i_out[p - 1]
+                p -= 1
+            d_out[p] = near_d[r]
+            i_out[p] = near_i[r]
+            n += 1
+    return n
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def probe_rows(q, q_norms, keys, norms, key_margin, rel, representative, token_class, piece_class, sentence_of,
+               classes, use_piece, n_match, probes, list_order, list_starts, token_groups, token_sorted, piece_groups,
+               piece_sorted, products, slot_base, d_out, i_out, carries, found):
+    for t in numba.prange(q.shape[0]):
+        if use_piece[t]:
+            found[t] = probe_row(q[t], q_norms[t], keys, norms, key_margin, rel, representative, piece_class,
+                                 sentence_of, classes[t], n_match, probes[t], list_order, list_starts, piece_groups,
+                                 piece_sorted, products, slot_base[t], d_out[t], i_out[t], carries[t])
+        else:
+            found[t] = probe_row(q[t], q_norms[t], keys, norms, key_margin, rel, representative, token_class,
+                                 sentence_of, classes[t], n_match, probes[t], list_order, list_starts, token_groups,
+                                 token_sorted, products, slot_base[t], d_out[t], i_out[t], carries[t])
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def list_products(q, keys, norms, list_order, list_starts, pair_order, pair_starts, n_probes, slot_base, products):
+    """``|k|^2 - 2 q.k`` in float32 for every query and every entry of each list it probes,
+    list by list: each key is read once and met by every query probing its list while in
+    cache, as a matrix product would (each query alone would read every probed key again).
+    List ``l``'s entries are ``list_order[list_starts[l]:list_starts[l + 1]]``. Pair
+    ``pair_order[i]`` (``t * n_probes + p``: query ``t``'s probe ``p``) is in list ``l`` for
+    ``pair_starts[l] <= i < pair_starts[l + 1]``; its row goes to ``products[slot_base[t, p]:]``."""
+    two = np.float32(2.0)
+    for lst in numba.prange(list_starts.shape[0] - 1):
+        a, b = list_starts[lst], list_starts[lst + 1]
+        for c in range(a, b):
+            j = list_order[c]
+            key = keys[j]
+            norm = norms[j]
+            for i in range(pair_starts[lst], pair_starts[lst + 1]):
+                pair = pair_order[i]
+                t = pair // n_probes
+                products[slot_base[t, pair % n_probes] + c - a] = norm - two * dot32(q[t], key)

@@ -14,6 +14,7 @@ from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._indexing import DatastoreBuilder
 from tokenshapley_rag._memo import LRUMemo
+from tokenshapley_rag._quantiser import load_quantiser
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._timing import step
 from tokenshapley_rag._support import SentenceFacts, sentence_facts
@@ -53,13 +54,16 @@ class Pipeline:
         verbatim: bool,
         support_threshold: float | None,
         max_sentence_tokens: int,
+        approximate_above: int | None = None,
     ) -> None:
         self.k, self.m, self.gamma, self.match, self.candidates = k, m, gamma, match, candidates
         self.context_weight, self.context_scale, self.verbatim = context_weight, context_scale, verbatim
         self.support_threshold = support_threshold
         self.classes = TokenClasses(encoder.loaded.tokenizer, match)
         self.builder = DatastoreBuilder(
-            encoder, cache, self.classes, max_sentence_tokens=max_sentence_tokens, piece_classes=match == "word_or_token"
+            encoder, cache, self.classes, max_sentence_tokens=max_sentence_tokens, piece_classes=match == "word_or_token",
+            quantiser=None if approximate_above is None else load_quantiser(encoder.cache_key),
+            approximate_above=approximate_above,
         )
         self._facts_of_sentence = LRUMemo(cache.memory_items)  # text -> SentenceFacts
 

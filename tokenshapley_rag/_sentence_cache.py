@@ -50,11 +50,15 @@ def storage_keys(keys: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class CachedSentence:
-    """Token ids, offsets (into the sentence) and keys (:func:`storage_keys`) of one sentence."""
+    """Token ids, offsets (into the sentence) and keys (:func:`storage_keys`) of one
+    sentence; and, once a long context needed them, its keys' lists in the approximate
+    search's quantiser (``lists_of`` names that quantiser: lists of another are ignored)."""
 
     ids: np.ndarray  # (n,) int64
     offsets: np.ndarray  # (n, 2) int64, into the sentence text
     keys: np.ndarray  # (n, hidden) float16, or float32 beyond float16's range
+    lists: np.ndarray | None = None  # (n,) int32: each key's nearest centroid
+    lists_of: str = ""  # the quantiser's digest (Quantiser.digest)
 
 
 class SentenceCache:
@@ -153,6 +157,11 @@ class SentenceCache:
             return
         keys = storage_keys(entry.keys)
         ids, offsets = entry.ids.astype(np.int64), entry.offsets.astype(np.int64)
+        # Lists are optional members (a file without them is read as before).
+        lists = {} if entry.lists is None else {
+            "lists": np.asarray(entry.lists, dtype=np.int32),
+            "lists_of": np.frombuffer(entry.lists_of.encode("utf-8"), dtype=np.uint8),
+        }
         buf = io.BytesIO()
         np.savez(
             buf,
@@ -162,7 +171,8 @@ class SentenceCache:
             ids=ids,
             offsets=offsets,
             keys=keys,
-            digest=np.frombuffer(_digest(encoder_key, text, ids, offsets, keys), dtype=np.uint8),
+            digest=np.frombuffer(_digest(encoder_key, text, ids, offsets, keys, *lists.values()), dtype=np.uint8),
+            **lists,
         )
         try:
             self._make_folder(path.parent)
@@ -226,15 +236,21 @@ class SentenceCache:
                 raise ValueError("the file was written by another encoder, layer or dtype")
             ids, offsets, keys = data["ids"], data["offsets"], data["keys"]
             digest = data["digest"].tobytes()
+            lists = (data["lists"], data["lists_of"]) if "lists" in data.files else ()
         n = ids.shape[0]
         if offsets.shape != (n, 2) or keys.ndim != 2 or keys.shape[0] != n:
             raise ValueError(f"inconsistent shapes ids {ids.shape}, offsets {offsets.shape}, keys {keys.shape}")
         if width is not None and keys.shape[1] != width:
             raise ValueError(f"keys are {keys.shape[1]} wide; the encoder's are {width}")
-        if digest != _digest(encoder_key, text, ids, offsets, keys):
+        if digest != _digest(encoder_key, text, ids, offsets, keys, *lists):
             raise ValueError("content digest mismatch (the keys were changed after writing)")
         if not np.isfinite(keys).all():
             raise ValueError("non-finite keys")
+        if lists and lists[0].shape != (n,):
+            raise ValueError(f"lists of shape {lists[0].shape} for {n} keys")
+        if lists:
+            return CachedSentence(ids=ids, offsets=offsets, keys=keys, lists=lists[0],
+                                  lists_of=lists[1].tobytes().decode("utf-8"))
         return CachedSentence(ids=ids, offsets=offsets, keys=keys)
 
 
@@ -242,13 +258,15 @@ class _OldFormatError(ValueError):
     """A cache file of another format version (an earlier release wrote it)."""
 
 
-def _digest(encoder_key: str, text: str, ids: np.ndarray, offsets: np.ndarray, keys: np.ndarray) -> bytes:
-    """SHA-256 of what a cache file claims: its encoder, text, tokens and keys."""
+def _digest(encoder_key: str, text: str, ids: np.ndarray, offsets: np.ndarray, keys: np.ndarray,
+            *extra: np.ndarray) -> bytes:
+    """SHA-256 of what a cache file claims: its encoder, text, tokens and keys (and its
+    lists and their quantiser, ``extra``, when it has them)."""
     h = hashlib.sha256()
     for part in (encoder_key.encode("utf-8"), text.encode("utf-8")):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    for array in (ids, offsets, keys):
+    for array in (ids, offsets, keys, *extra):
         h.update(str((array.dtype.str, array.shape)).encode())
         h.update(np.ascontiguousarray(array).tobytes())
     return h.digest()
