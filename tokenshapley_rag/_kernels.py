@@ -216,6 +216,35 @@ def insert(dist, index, n, d, j):
 
 
 @numba.njit(cache=True, nogil=True)
+def merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out):
+    """Write a token's players into ``d_out, i_out``: its ``n_same`` matched entries, then its
+    nearest others (``near_*[:n_near]``, ascending) not among them, until there are
+    ``len(d_out)``, all in (distance, index) order. Returns how many were written."""
+    m = d_out.shape[0]
+    n = 0
+    for r in range(n_same):
+        n = insert(d_out, i_out, n, match_d[r], match_i[r])
+    for r in range(n_near):
+        if n == m:
+            break
+        taken = False
+        for s in range(n_same):
+            if match_i[s] == near_i[r]:
+                taken = True
+                break
+        if not taken:
+            p = n
+            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
+                d_out[p] = d_out[p - 1]
+                i_out[p] = i_out[p - 1]
+                p -= 1
+            d_out[p] = near_d[r]
+            i_out[p] = near_i[r]
+            n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
 def insert_value(vals, n, v):
     """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
     returns the new length."""
@@ -303,26 +332,7 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
                 n_near = insert(near_d, near_i, n_near, x, j)
     # The matched players, then the nearest others until there are m (the m nearest are
     # m distinct entries, so there always are), all in (distance, index) order.
-    n = 0
-    for r in range(n_same):
-        n = insert(d_out, i_out, n, match_d[r], match_i[r])
-    for r in range(n_near):
-        if n == m:
-            break
-        taken = False
-        for s in range(n_same):
-            if match_i[s] == near_i[r]:
-                taken = True
-                break
-        if not taken:
-            p = n
-            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
-                d_out[p] = d_out[p - 1]
-                i_out[p] = i_out[p - 1]
-                p -= 1
-            d_out[p] = near_d[r]
-            i_out[p] = near_i[r]
-            n += 1
+    merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -595,27 +605,7 @@ def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, 
                 n_same = insert_ordered(match_d, match_i, n_same, x, j)
             if in_near:
                 n_near = insert_ordered(near_d, near_i, n_near, x, j)
-    n = 0
-    for r in range(n_same):
-        n = insert(d_out, i_out, n, match_d[r], match_i[r])
-    for r in range(n_near):
-        if n == m:
-            break
-        taken = False
-        for s in range(n_same):
-            if match_i[s] == near_i[r]:
-                taken = True
-                break
-        if not taken:
-            p = n
-            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
-                d_out[p] = d_out[p - 1]
-                i_out[p] = i_out[p - 1]
-                p -= 1
-            d_out[p] = near_d[r]
-            i_out[p] = near_i[r]
-            n += 1
-    return n
+    return merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
