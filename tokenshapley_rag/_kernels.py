@@ -259,6 +259,40 @@ def insert_value(vals, n, v):
     return n + 1 if n < cap else n
 
 
+@numba.njit(cache=True, nogil=True)
+def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, by_index, d_out, i_out):
+    """The exact end of both scans: the kept entries still under the final cuts measured in
+    float64 (:func:`exact_d2`), the matched ones (``kept_same``) and the nearest listed apart,
+    then merged (:func:`merge_players`). ``by_index``: the entries were kept by ascending
+    index (:func:`insert` orders ties), else in any order (:func:`insert_ordered`).
+    Returns the number of players written."""
+    m = d_out.shape[0]
+    near_d = np.empty(m)
+    near_i = np.empty(m, np.int64)
+    match_d = np.empty(max(n_match, 1))
+    match_i = np.empty(max(n_match, 1), np.int64)
+    n_near = 0
+    n_same = 0
+    for c in range(n_kept):
+        j = kept[c]
+        lo = kept_lo[c]
+        in_near = not lo > near_cut
+        in_match = n_match > 0 and not lo > match_cut and kept_same[c]
+        if in_near or in_match:
+            x = exact_d2(q, keys[j])
+            if by_index:
+                if in_match:
+                    n_same = insert(match_d, match_i, n_same, x, j)
+                if in_near:
+                    n_near = insert(near_d, near_i, n_near, x, j)
+            else:
+                if in_match:
+                    n_same = insert_ordered(match_d, match_i, n_same, x, j)
+                if in_near:
+                    n_near = insert_ordered(near_d, near_i, n_near, x, j)
+    return merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
+
+
 # Why the pre-selection is exact (both scans below). From the float32 row, ``d`` (|q|^2
 # added in float64, clipped at 0) bounds entry j's float64 distance x_j (exact_d2) to
 # [lo_j, hi_j] = [d - e_j, d + e_j] (_preselect_margin). A list of capacity c keeps the c
@@ -287,6 +321,7 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
     match_cut = np.inf if n_match > 0 else -np.inf
     kept = np.empty(n_entries, np.int64)
     kept_lo = np.empty(n_entries)
+    kept_same = np.empty(n_entries, np.bool_)
     n_kept = 0
     for j in range(n_entries):
         d = np.float64(partial[representative[j]]) + qn
@@ -303,6 +338,7 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
             continue  # most entries: too far to be a player
         kept[n_kept] = j
         kept_lo[n_kept] = lo
+        kept_same[n_kept] = same
         n_kept += 1
         hi = d + e
         if hi < near_cut:
@@ -313,26 +349,9 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
             n_match_hi = insert_value(match_hi, n_match_hi, hi)
             if n_match_hi == n_match:
                 match_cut = match_hi[n_match - 1]
-    near_d = np.empty(m)
-    near_i = np.empty(m, np.int64)
-    match_d = np.empty(max(n_match, 1))
-    match_i = np.empty(max(n_match, 1), np.int64)
-    n_near = 0
-    n_same = 0
-    for c in range(n_kept):
-        j = kept[c]
-        lo = kept_lo[c]
-        in_near = not lo > near_cut
-        in_match = n_match > 0 and not lo > match_cut and classes[j] == cls
-        if in_near or in_match:
-            x = exact_d2(q, keys[j])
-            if in_match:
-                n_same = insert(match_d, match_i, n_same, x, j)
-            if in_near:
-                n_near = insert(near_d, near_i, n_near, x, j)
-    # The matched players, then the nearest others until there are m (the m nearest are
-    # m distinct entries, so there always are), all in (distance, index) order.
-    merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
+    # Entries arrived by ascending index. The matched players, then the nearest others until
+    # there are m (the m nearest are m distinct entries, so there always are).
+    measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, True, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -588,24 +607,7 @@ def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, 
                     n_match_hi = insert_value(match_hi, n_match_hi, hi)
                     if n_match_hi == n_match:
                         match_cut = match_hi[n_match - 1]
-    near_d = np.empty(m)
-    near_i = np.empty(m, np.int64)
-    match_d = np.empty(max(n_match, 1))
-    match_i = np.empty(max(n_match, 1), np.int64)
-    n_near = 0
-    n_same = 0
-    for c in range(n_kept):
-        j = kept[c]
-        lo = kept_lo[c]
-        in_near = not lo > near_cut
-        in_match = n_match > 0 and not lo > match_cut and kept_same[c]
-        if in_near or in_match:
-            x = exact_d2(q, keys[j])
-            if in_match:
-                n_same = insert_ordered(match_d, match_i, n_same, x, j)
-            if in_near:
-                n_near = insert_ordered(near_d, near_i, n_near, x, j)
-    return merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
+    return measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, False, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
