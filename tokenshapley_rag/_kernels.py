@@ -216,6 +216,17 @@ def insert(dist, index, n, d, j):
 
 
 @numba.njit(cache=True, nogil=True)
+def lower_cut(bounds, n, hi, cut):
+    """Offer the upper bound ``hi`` to ``bounds[:n]``, the ``len(bounds)`` smallest so far
+    (:func:`insert_value`); once it is full the cut is its largest. Returns ``(n, cut)``."""
+    if hi < cut:
+        n = insert_value(bounds, n, hi)
+        if n == bounds.shape[0]:
+            cut = bounds[n - 1]
+    return n, cut
+
+
+@numba.njit(cache=True, nogil=True)
 def merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out):
     """Write a token's players into ``d_out, i_out``: its ``n_same`` matched entries, then its
     nearest others (``near_*[:n_near]``, ascending) not among them, until there are
@@ -341,14 +352,9 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
         kept_same[n_kept] = same
         n_kept += 1
         hi = d + e
-        if hi < near_cut:
-            n_near_hi = insert_value(near_hi, n_near_hi, hi)
-            if n_near_hi == m:
-                near_cut = near_hi[m - 1]
-        if same and hi < match_cut:
-            n_match_hi = insert_value(match_hi, n_match_hi, hi)
-            if n_match_hi == n_match:
-                match_cut = match_hi[n_match - 1]
+        n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
+        if same:
+            n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
     # Entries arrived by ascending index. The matched players, then the nearest others until
     # there are m (the m nearest are m distinct entries, so there always are).
     measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, True, d_out, i_out)
@@ -398,10 +404,7 @@ def select_row(partial, q_norm, q, keys, key_margin, rel, representative, allowe
         kept_lo[n_kept] = lo
         n_kept += 1
         hi = d + e
-        if hi < cut:
-            n_hi = insert_value(hi_list, n_hi, hi)
-            if n_hi == w:
-                cut = hi_list[w - 1]
+        n_hi, cut = lower_cut(hi_list, n_hi, hi, cut)
     n = 0
     for c in range(n_kept):
         if not kept_lo[c] > cut:
@@ -599,14 +602,9 @@ def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, 
                 kept_same[n_kept] = same
                 n_kept += 1
                 hi = d + e
-                if hi < near_cut:
-                    n_near_hi = insert_value(near_hi, n_near_hi, hi)
-                    if n_near_hi == m:
-                        near_cut = near_hi[m - 1]
-                if same and hi < match_cut:
-                    n_match_hi = insert_value(match_hi, n_match_hi, hi)
-                    if n_match_hi == n_match:
-                        match_cut = match_hi[n_match - 1]
+                n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
+                if same:
+                    n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
     return measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, False, d_out, i_out)
 
 
