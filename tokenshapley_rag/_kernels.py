@@ -200,18 +200,33 @@ def exact_rows(q, keys, out):
 @numba.njit(cache=True, nogil=True)
 def insert(dist, index, n, d, j):
     """Put entry ``j`` at distance ``d`` into the list ``dist[:n], index[:n]`` sorted by
-    (distance, index), keeping its capacity ``len(dist)``; entries arrive by ascending
-    index, so an equal distance goes after the ones already there. Returns the new length."""
+    (distance, index), keeping its capacity ``len(dist)``; entries may arrive in any order
+    (an equal distance goes by index). Returns the new length."""
     cap = dist.shape[0]
-    if n == cap and not d < dist[n - 1]:
+    if n == cap and not (d < dist[n - 1] or (d == dist[n - 1] and j < index[n - 1])):
         return n
     p = n if n < cap else n - 1
-    while p > 0 and d < dist[p - 1]:
+    while p > 0 and (d < dist[p - 1] or (d == dist[p - 1] and j < index[p - 1])):
         dist[p] = dist[p - 1]
         index[p] = index[p - 1]
         p -= 1
     dist[p] = d
     index[p] = j
+    return n + 1 if n < cap else n
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_value(vals, n, v):
+    """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
+    returns the new length."""
+    cap = vals.shape[0]
+    if n == cap and not v < vals[n - 1]:
+        return n
+    p = n if n < cap else n - 1
+    while p > 0 and v < vals[p - 1]:
+        vals[p] = vals[p - 1]
+        p -= 1
+    vals[p] = v
     return n + 1 if n < cap else n
 
 
@@ -244,39 +259,15 @@ def merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out
                 taken = True
                 break
         if not taken:
-            p = n
-            while p > 0 and (near_d[r] < d_out[p - 1] or (near_d[r] == d_out[p - 1] and near_i[r] < i_out[p - 1])):
-                d_out[p] = d_out[p - 1]
-                i_out[p] = i_out[p - 1]
-                p -= 1
-            d_out[p] = near_d[r]
-            i_out[p] = near_i[r]
-            n += 1
+            n = insert(d_out, i_out, n, near_d[r], near_i[r])  # n < m here: always placed
     return n
 
 
 @numba.njit(cache=True, nogil=True)
-def insert_value(vals, n, v):
-    """Put ``v`` into the ascending list ``vals[:n]``, keeping the ``len(vals)`` smallest;
-    returns the new length."""
-    cap = vals.shape[0]
-    if n == cap and not v < vals[n - 1]:
-        return n
-    p = n if n < cap else n - 1
-    while p > 0 and v < vals[p - 1]:
-        vals[p] = vals[p - 1]
-        p -= 1
-    vals[p] = v
-    return n + 1 if n < cap else n
-
-
-@numba.njit(cache=True, nogil=True)
-def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, by_index, d_out, i_out):
+def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out):
     """The exact end of both scans: the kept entries still under the final cuts measured in
     float64 (:func:`exact_d2`), the matched ones (``kept_same``) and the nearest listed apart,
-    then merged (:func:`merge_players`). ``by_index``: the entries were kept by ascending
-    index (:func:`insert` orders ties), else in any order (:func:`insert_ordered`).
-    Returns the number of players written."""
+    then merged (:func:`merge_players`). Returns the number of players written."""
     m = d_out.shape[0]
     near_d = np.empty(m)
     near_i = np.empty(m, np.int64)
@@ -291,16 +282,10 @@ def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_c
         in_match = n_match > 0 and not lo > match_cut and kept_same[c]
         if in_near or in_match:
             x = exact_d2(q, keys[j])
-            if by_index:
-                if in_match:
-                    n_same = insert(match_d, match_i, n_same, x, j)
-                if in_near:
-                    n_near = insert(near_d, near_i, n_near, x, j)
-            else:
-                if in_match:
-                    n_same = insert_ordered(match_d, match_i, n_same, x, j)
-                if in_near:
-                    n_near = insert_ordered(near_d, near_i, n_near, x, j)
+            if in_match:
+                n_same = insert(match_d, match_i, n_same, x, j)
+            if in_near:
+                n_near = insert(near_d, near_i, n_near, x, j)
     return merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out)
 
 
@@ -355,9 +340,9 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
         n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
         if same:
             n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
-    # Entries arrived by ascending index. The matched players, then the nearest others until
-    # there are m (the m nearest are m distinct entries, so there always are).
-    measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, True, d_out, i_out)
+    # The matched players, then the nearest others until there are m (the m nearest are m
+    # distinct entries, so there always are), all in (distance, index) order.
+    measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -525,22 +510,6 @@ def dot32(q, key):
 
 
 @numba.njit(cache=True, nogil=True)
-def insert_ordered(dist, index, n, d, j):
-    """:func:`insert` for entries arriving in any order: ties by distance go by index."""
-    cap = dist.shape[0]
-    if n == cap and not (d < dist[n - 1] or (d == dist[n - 1] and j < index[n - 1])):
-        return n
-    p = n if n < cap else n - 1
-    while p > 0 and (d < dist[p - 1] or (d == dist[p - 1] and j < index[p - 1])):
-        dist[p] = dist[p - 1]
-        index[p] = index[p - 1]
-        p -= 1
-    dist[p] = d
-    index[p] = j
-    return n + 1 if n < cap else n
-
-
-@numba.njit(cache=True, nogil=True)
 def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, sentence_of, cls, n_match,
               probes, list_order, list_starts, class_order, class_sorted, products, slot_base, d_out, i_out, carries):
     """:func:`scan_row` over the candidates of the approximate search only: every entry of
@@ -605,7 +574,7 @@ def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, 
                 n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
                 if same:
                     n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
-    return measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, False, d_out, i_out)
+    return measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
