@@ -1,6 +1,8 @@
 """Shared fixtures: one default TokenShapley per session, offline hub, isolated caches."""
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,40 @@ def fake_lm():
 @pytest.fixture
 def fake_lm_cls():
     return FakeLM
+
+
+class _LocalServer:
+    """uvicorn serving an ASGI app on a free localhost port, in a daemon thread:
+    ``with _LocalServer(app) as url`` (``url`` ends with "/")."""
+
+    def __init__(self, app):
+        import socket
+
+        import uvicorn
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{self.port}/"
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    """The server class above (test modules cannot import conftest under
+    --import-mode=importlib): ``with local_server(app) as url``. Needs uvicorn."""
+    pytest.importorskip("uvicorn", reason="serving an app needs uvicorn (the chat extra)")
+    return _LocalServer

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -45,34 +42,6 @@ ANSWER = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _Server:
-    """uvicorn serving ``app`` on a free localhost port, in a daemon thread."""
-
-    def __init__(self, app):
-        self.port = _free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{self.port}/"
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def chunks():
     return load_documents(DOCS)
@@ -100,9 +69,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def asked(app, browser):
+def asked(app, browser, local_server):
     """A page that asked QUESTION; records what the page looked like when the first marker appeared."""
-    with _Server(app) as url:
+    with local_server(app) as url:
         app.state.ready.wait(60)  # sentence keys prepared: the first chat does not pay for them
         page = browser.new_page(viewport={"width": 1180, "height": 720}, bypass_csp=True)  # lets wait_for_function eval
         page.goto(url)
@@ -254,9 +223,9 @@ class _FailingEngine:
         raise RuntimeError("the encoder fell over")
 
 
-def test_citations_unavailable_note_is_visible_and_the_answer_complete(ts, chunks, browser):
+def test_citations_unavailable_note_is_visible_and_the_answer_complete(ts, chunks, browser, local_server):
     app = create_app(_FailingEngine(ts), chunks, generator=FixedTextGenerator(ANSWER, piece=12, delay=0.01), prepare=False)
-    with _Server(app) as url:
+    with local_server(app) as url:
         page = browser.new_page(bypass_csp=True)
         page.goto(url)
         page.fill("#q", QUESTION)

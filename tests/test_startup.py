@@ -49,3 +49,17 @@ def test_the_library_does_not_import_the_benchmark_harness():
         "import tokenshapley_rag.chain_eval, tokenshapley_rag.chat, tokenshapley_rag.cli"
     )
     assert _imported_after(code, ("tokenshapley_rag.benchmark",)) == set()
+
+
+def test_attributing_on_a_server_does_not_load_the_engine(tmp_path):
+    """``tokenshapley attribute --server`` reads, sends and prints: no torch, no model (here
+    nothing answers, so it ends with its typed error, after everything a call imports)."""
+    source = tmp_path / "a.txt"
+    source.write_text("The Eiffel Tower is 330 metres tall.", encoding="utf-8")
+    code = (
+        "import contextlib, io\nfrom tokenshapley_rag.cli import main\n"
+        "with contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main(['attribute', '--server', 'http://127.0.0.1:9', '--query', 'q', '--source', {str(source)!r},"
+        " '--response', 'It is 330 metres tall.']) == 2"
+    )
+    assert _imported_after(code) == set()

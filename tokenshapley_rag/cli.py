@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from tokenshapley_rag._cli_options import add_limit_options, int_at_least, limit_options
-from tokenshapley_rag.errors import TokenShapleyError
+from tokenshapley_rag._defaults import DEFAULT_LAYER
+from tokenshapley_rag.errors import InvalidInputError, TokenShapleyError
 
 __all__ = ["main"]
 
@@ -48,6 +50,37 @@ def _engine(args: argparse.Namespace) -> Any:
 
 def _emit(result: Any, fmt: str, out: str | None) -> None:
     text = {"markdown": result.to_markdown, "json": lambda: json.dumps(result.to_dict(), indent=2, ensure_ascii=False), "html": result.to_html}[fmt]()
+    _write(text, out)
+
+
+def _check_no_engine_options(args: argparse.Namespace) -> None:
+    """With ``--server`` the service's engine attributes: an engine option given here
+    would be silently ignored, so it is refused, named."""
+    given = [f"--{name.replace('_', '-')}" for name, default in ENGINE_DEFAULTS.items() if getattr(args, name) != default]
+    given += [f"--{key.replace('_', '-')}" for key in limit_options(args)]
+    if given:
+        raise InvalidInputError(
+            f"{', '.join(given)} cannot be used with --server: the service's engine attributes "
+            "(give them to `tokenshapley serve` instead)"
+        )
+
+
+def _attribute_on_server(server: str, args: argparse.Namespace, query: str, sources: list[Any], response: str) -> int:
+    """Send the texts to the attribution service and write what it answers: the same
+    markdown, JSON or HTML a local run writes, without loading torch or the model here."""
+    from tokenshapley_rag._client import ACCEPT, attribute_remote, service_url
+
+    base = service_url(server, "--server" if args.server else "$TOKENSHAPLEY_SERVER")
+    _status(f"Attributing on {base} ...")
+    token = args.api_token or os.environ.get("TOKENSHAPLEY_API_TOKEN") or None
+    text = attribute_remote(base, query=query, sources=sources, response=response, accept=ACCEPT[args.format], token=token)
+    if args.format == "json":  # laid out as a local run lays it out
+        text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    _write(text, args.output)
+    return 0
+
+
+def _write(text: str, out: str | None) -> None:
     if out:
         Path(out).write_text(text, encoding="utf-8")
         _status(f"Wrote {out}")
@@ -59,6 +92,9 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
     from tokenshapley_rag._text import decode_utf8
     from tokenshapley_rag._types import Source
 
+    server = args.server or os.environ.get("TOKENSHAPLEY_SERVER") or None
+    if server:
+        _check_no_engine_options(args)
     sources = []
     for i, name in enumerate(args.source):
         path = Path(name)
@@ -68,6 +104,8 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
         sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text))
     # Every input is read and checked before the model loads: bad text fails in a moment.
     query, response = _read_text_arg(args.query, "--query"), _read_text_arg(args.response, "--response")
+    if server:
+        return _attribute_on_server(server, args, query, sources, response)
     ts = _engine(args)
     _check_source_files(ts, sources, args.source)  # over a size limit: refused before any encoding
     _status("Encoding the sources (sentence keys are cached for next time) ...")
@@ -164,20 +202,35 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return run_chat(args, _engine)
 
 
-def _add_engine_options(p: argparse.ArgumentParser) -> None:
-    from tokenshapley_rag._defaults import DEFAULT_LAYER
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from tokenshapley_rag.chat._cli import run_service
+    except ImportError as err:
+        print(f'tokenshapley: error: the service needs the "chat" extra ({err}); pip install "tokenshapley-rag[chat]"', file=sys.stderr)
+        return 2
+    return run_service(args, _engine)
 
-    p.add_argument("--model", default=None, help="encoder model: alias, local path or cached hub name (default: embedded SmolLM2)")
-    p.add_argument("--layer", type=int, default=DEFAULT_LAYER, help=f"hidden layer for keys and queries (default {DEFAULT_LAYER})")
-    p.add_argument("--k", type=int, default=1, help="neighbours that vote (default 1)")
-    p.add_argument("--m", type=int, default=10, help="candidates per answer token (default 10)")
+
+#: The engine options and their defaults (``--server`` refuses any other value of them).
+ENGINE_DEFAULTS: dict[str, Any] = {
+    "model": None, "layer": DEFAULT_LAYER, "k": 1, "m": 10, "dtype": "float32", "cache_dir": None, "device": "cpu",
+    "no_disk_cache": False,
+}
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    d = ENGINE_DEFAULTS
+    p.add_argument("--model", default=d["model"], help="encoder model: alias, local path or cached hub name (default: embedded SmolLM2)")
+    p.add_argument("--layer", type=int, default=d["layer"], help=f"hidden layer for keys and queries (default {d['layer']})")
+    p.add_argument("--k", type=int, default=d["k"], help=f"neighbours that vote (default {d['k']})")
+    p.add_argument("--m", type=int, default=d["m"], help=f"candidates per answer token (default {d['m']})")
     p.add_argument(
-        "--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+        "--dtype", choices=["float32", "bfloat16", "float16"], default=d["dtype"],
         help="encoder weights (default float32; bfloat16 gives the same citations and is faster on some CPUs, slower on others)",
     )
-    p.add_argument("--cache-dir", default=None, help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
+    p.add_argument("--cache-dir", default=d["cache_dir"], help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
     p.add_argument(
-        "--device", default="cpu",
+        "--device", default=d["device"],
         help="where the encoder runs: cpu (default), cuda, cuda:1, mps; search and Shapley values stay on the CPU",
     )
     p.add_argument(
@@ -197,9 +250,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["markdown", "json", "html"], default="markdown")
     p.add_argument("--output", "-o", default=None, help="write here instead of stdout")
     p.add_argument("--ids-from-names", action="store_true", help="use file names as source ids (default: 0, 1, ...)")
+    p.add_argument(
+        "--server", default=None, metavar="URL",
+        help="attribute on a running `tokenshapley serve` (e.g. http://127.0.0.1:8765; default $TOKENSHAPLEY_SERVER): "
+        "no model loads here, so the command takes about the time of the attribution",
+    )
+    p.add_argument(
+        "--api-token", default=None, metavar="TOKEN",
+        help="with --server: the service's API token (default $TOKENSHAPLEY_API_TOKEN)",
+    )
     _add_engine_options(p)
     add_limit_options(p)
     p.set_defaults(func=_cmd_attribute)
+
+    p = sub.add_parser(
+        "serve",
+        help="serve attribution over HTTP (POST /attribute) from one loaded engine, for repeated "
+        "`tokenshapley attribute --server` calls and other programs",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument(
+        "--allowed-hosts", default=None, metavar="NAMES",
+        help="comma-separated Host names to answer besides the local ones and the bind address ('*': any)",
+    )
+    p.add_argument(
+        "--api-token", default=None, metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' (default $TOKENSHAPLEY_API_TOKEN)",
+    )
+    _add_engine_options(p)
+    add_limit_options(p)
+    p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("demo", help="answer a question over bundled passages with the local model and cite it")
     p.add_argument("--question", default=None, help="ask something else about the bundled passages")

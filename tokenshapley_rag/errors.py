@@ -26,6 +26,7 @@ __all__ = [
     "AttributionCancelledError",
     "ModelLoadError",
     "ModelNotFoundError",
+    "AttributionServiceError",
 ]
 
 
@@ -91,3 +92,24 @@ class ModelLoadError(TokenShapleyError, OSError):
 
 class ModelNotFoundError(ModelLoadError):
     """The model name or path does not exist locally (and may not be downloaded)."""
+
+
+class AttributionServiceError(TokenShapleyError, OSError):
+    """The attribution service (``tokenshapley serve``) could not be reached, or refused a
+    request. ``status`` is the HTTP status (None when no server answered), ``code`` the
+    service's error code (``"unreachable"`` when none answered, else e.g.
+    ``"context_too_large"``), ``field`` the request field at fault when the service names one.
+
+    Examples
+    --------
+    >>> err = AttributionServiceError("'answer' is empty", status=400, code="empty_answer", field="answer")
+    >>> (err.status, err.code, err.field, str(err))
+    (400, 'empty_answer', 'answer', "'answer' is empty")
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, code: str = "unreachable", field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.field = status, code, field
+
+    def __str__(self) -> str:  # OSError's own __str__ would show the args tuple
+        return str(self.args[0]) if self.args else ""

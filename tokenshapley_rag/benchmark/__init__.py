@@ -10,56 +10,73 @@ WiCE, :func:`run_ablation_eval` for CNN/DM, over :func:`sentence_units` and the
 :func:`run_eval`). The protocols are documented in ``docs/evaluation.md``.
 """
 
-from tokenshapley_rag.benchmark._cli import add_eval_arguments, run_eval
-from tokenshapley_rag.benchmark._runner import partial_path
-from tokenshapley_rag.benchmark._data import (
-    ATTRIBUTION_DATASETS,
-    DATA_ENV_VAR,
-    DATASETS,
-    SPAN_DATASETS,
-    AttributionExample,
-    DatasetFormatError,
-    DatasetNotFoundError,
-    GoldEvidence,
-    GoldSpan,
-    SummaryExample,
-    default_data_dir,
-    load_dataset,
-)
-from tokenshapley_rag.benchmark._metrics import (
-    SOURCE_PERMUTATION_SEEDS,
-    SPAN_CLASSES,
-    accuracy_order_controlled,
-    answer_accuracy,
-    auroc,
-    best_source,
-    evidence_overlaps,
-    mean_logprob_drop,
-    permute_example,
-    precision_recall_f1_at_k,
-    ranking_metrics,
-    source_permutation,
-    span_accuracy,
-    span_class,
-    span_correct,
-)
-from tokenshapley_rag.benchmark._protocols import (
-    ABLATION_KS,
-    CNNDM_QUERY,
-    RANKING_KS,
-    label_separation,
-    run_ablation_eval,
-    run_ranking_eval,
-)
-from tokenshapley_rag.benchmark._runner import EvalReport, run_span_eval
-from tokenshapley_rag.benchmark._sentences import (
-    SentenceAttributor,
-    SentenceScores,
-    SentenceUnit,
-    ablate_sentences,
-    rank_sentences,
-    sentence_units,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Every name is imported on first use (PEP 562): the CLI declares `tokenshapley eval`
+# from :mod:`._cli` without loading the protocols, numpy or the metrics.
+_LAZY = {
+    "add_eval_arguments": "tokenshapley_rag.benchmark._cli",
+    "run_eval": "tokenshapley_rag.benchmark._cli",
+    "partial_path": "tokenshapley_rag.benchmark._runner",
+    "ATTRIBUTION_DATASETS": "tokenshapley_rag.benchmark._data",
+    "DATA_ENV_VAR": "tokenshapley_rag.benchmark._data",
+    "DATASETS": "tokenshapley_rag.benchmark._data",
+    "SPAN_DATASETS": "tokenshapley_rag.benchmark._data",
+    "AttributionExample": "tokenshapley_rag.benchmark._data",
+    "DatasetFormatError": "tokenshapley_rag.benchmark._data",
+    "DatasetNotFoundError": "tokenshapley_rag.benchmark._data",
+    "GoldEvidence": "tokenshapley_rag.benchmark._data",
+    "GoldSpan": "tokenshapley_rag.benchmark._data",
+    "SummaryExample": "tokenshapley_rag.benchmark._data",
+    "default_data_dir": "tokenshapley_rag.benchmark._data",
+    "load_dataset": "tokenshapley_rag.benchmark._data",
+    "SOURCE_PERMUTATION_SEEDS": "tokenshapley_rag.benchmark._metrics",
+    "SPAN_CLASSES": "tokenshapley_rag.benchmark._metrics",
+    "accuracy_order_controlled": "tokenshapley_rag.benchmark._metrics",
+    "answer_accuracy": "tokenshapley_rag.benchmark._metrics",
+    "auroc": "tokenshapley_rag.benchmark._metrics",
+    "best_source": "tokenshapley_rag.benchmark._metrics",
+    "evidence_overlaps": "tokenshapley_rag.benchmark._metrics",
+    "mean_logprob_drop": "tokenshapley_rag.benchmark._metrics",
+    "permute_example": "tokenshapley_rag.benchmark._metrics",
+    "precision_recall_f1_at_k": "tokenshapley_rag.benchmark._metrics",
+    "ranking_metrics": "tokenshapley_rag.benchmark._metrics",
+    "source_permutation": "tokenshapley_rag.benchmark._metrics",
+    "span_accuracy": "tokenshapley_rag.benchmark._metrics",
+    "span_class": "tokenshapley_rag.benchmark._metrics",
+    "span_correct": "tokenshapley_rag.benchmark._metrics",
+    "ABLATION_KS": "tokenshapley_rag.benchmark._protocols",
+    "CNNDM_QUERY": "tokenshapley_rag.benchmark._protocols",
+    "RANKING_KS": "tokenshapley_rag.benchmark._protocols",
+    "label_separation": "tokenshapley_rag.benchmark._protocols",
+    "run_ablation_eval": "tokenshapley_rag.benchmark._protocols",
+    "run_ranking_eval": "tokenshapley_rag.benchmark._protocols",
+    "EvalReport": "tokenshapley_rag.benchmark._runner",
+    "run_span_eval": "tokenshapley_rag.benchmark._runner",
+    "SentenceAttributor": "tokenshapley_rag.benchmark._sentences",
+    "SentenceScores": "tokenshapley_rag.benchmark._sentences",
+    "SentenceUnit": "tokenshapley_rag.benchmark._sentences",
+    "ablate_sentences": "tokenshapley_rag.benchmark._sentences",
+    "rank_sentences": "tokenshapley_rag.benchmark._sentences",
+    "sentence_units": "tokenshapley_rag.benchmark._sentences",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tokenshapley_rag.benchmark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ABLATION_KS",

@@ -21,8 +21,6 @@ from tokenshapley_rag.benchmark._data import (
     default_data_dir,
     load_dataset,
 )
-from tokenshapley_rag.benchmark._protocols import run_ablation_eval, run_ranking_eval
-from tokenshapley_rag.benchmark._runner import emit_report, partial_path, run_span_eval
 from tokenshapley_rag.benchmark._support import add_support_arguments, run_support_cli, wants_support
 from tokenshapley_rag._cli_options import int_at_least
 
@@ -154,6 +152,10 @@ def run_eval(
     exit_code : int
         0 on success, 2 on a usage error (message on stderr).
     """
+    # Imported here: declaring the ``eval`` options (every CLI start) needs none of them.
+    from tokenshapley_rag.benchmark._protocols import run_ablation_eval, run_ranking_eval
+    from tokenshapley_rag.benchmark._runner import emit_report, partial_path, run_span_eval
+
     if wants_support(args):  # --protocol support, --dataset support (docs/evaluation.md)
         return run_support_cli(args, attributor_factory)
     json_out = getattr(args, "json", None)

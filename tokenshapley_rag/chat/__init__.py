@@ -10,10 +10,11 @@ never imports it. ``tokenshapley chat --docs FOLDER`` serves it; in code:
 
 Every part is injected: ``create_app(ts, documents, generator=..., retriever=...)``. A
 generator is anything with ``generate(question, chunks) -> Iterator[str]``, a retriever
-anything with ``retrieve(question, k) -> list[Hit]``.
+anything with ``retrieve(question, k) -> list[Hit]``. :func:`create_service` is the
+attribution service alone (``POST /attribute``; ``tokenshapley serve``).
 """
 
-from tokenshapley_rag.chat._app import ChatConfig, ChatState, create_app
+from tokenshapley_rag.chat._app import ChatConfig, ChatState, create_app, create_service
 from tokenshapley_rag.chat._documents import Chunk, chunk_text, load_documents
 from tokenshapley_rag.chat._generators import FixedTextGenerator, Generator, LocalModelGenerator
 from tokenshapley_rag.chat._retrieve import Hit, LexicalRetriever, Retriever
@@ -30,5 +31,6 @@ __all__ = [
     "Retriever",
     "chunk_text",
     "create_app",
+    "create_service",
     "load_documents",
 ]

@@ -35,7 +35,7 @@ from tokenshapley_rag.errors import (
     TextTooLongError,
 )
 
-__all__ = ["ChatConfig", "ChatState", "create_app"]
+__all__ = ["ChatConfig", "ChatState", "create_app", "create_service"]
 
 _END = object()  # end of the answer, on the attribution worker's queue
 
@@ -75,13 +75,14 @@ class ChatConfig:
 
 @dataclass
 class ChatState:
-    """What the app serves from; lives on ``app.state.chat`` (no module globals)."""
+    """What the app serves from; lives on ``app.state.chat`` (no module globals). The
+    attribution service (:func:`create_service`) has no chunks, retriever or generator."""
 
     ts: Any
-    chunks: list[Chunk]
-    retriever: Retriever
-    generator: Generator
     config: ChatConfig
+    chunks: list[Chunk] = field(default_factory=list)
+    retriever: Retriever | None = None
+    generator: Generator | None = None
     by_id: dict[str, Chunk] = field(default_factory=dict)
     documents: dict[str, list[Chunk]] = field(default_factory=dict)
     active_chats: int = 0
@@ -522,6 +523,26 @@ async def _attribute(request: Request) -> Response:
         raise ApiError(400, "empty_text", str(err)) from None
     except InvalidInputError as err:  # duplicate source ids and the like
         raise ApiError(400, "invalid_input", str(err)) from None
+    return _rendered(result, request.headers.get("accept", ""))
+
+
+#: What ``POST /attribute`` answers for each ``Accept`` type: the result's own renderings,
+#: so a thin client (``tokenshapley attribute --server``) prints what a local run prints.
+_RENDERINGS = {
+    "text/markdown": lambda r: Response(r.to_markdown(), media_type="text/markdown; charset=utf-8"),
+    "text/html": lambda r: HTMLResponse(r.to_html(), headers={"Content-Security-Policy": _CSP}),
+}
+
+
+def _rendered(result: Any, accept: str) -> Response:
+    """``result`` as the first type of ``accept`` (an ``Accept`` header) that the app
+    renders; JSON (``AttributionResult.to_dict()``) for anything else."""
+    for part in accept.split(","):
+        kind = part.split(";", 1)[0].strip().lower()
+        if kind in _RENDERINGS:
+            return _RENDERINGS[kind](result)
+        if kind in ("application/json", "*/*"):
+            break
     return JSONResponse(result.to_dict())
 
 
@@ -549,7 +570,10 @@ async def _chunk(request: Request) -> Response:
 
 async def _health(request: Request) -> Response:
     state = _state(request)
-    return JSONResponse({"status": "ok", "chunks": len(state.chunks), "active_chats": state.active_chats, "ready": request.app.state.ready.is_set()})
+    return JSONResponse({
+        "status": "ok", "chunks": len(state.chunks), "active_chats": state.active_chats,
+        "active_attributions": state.active_attributions, "ready": request.app.state.ready.is_set(),
+    })
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -709,4 +733,43 @@ def create_app(
     app.add_middleware(_Guard, config=cfg)
     app.state.ready = ready
     app.state.page = _page(cfg.title)
+    return app
+
+
+def create_service(ts: Any, *, config: ChatConfig | None = None) -> Starlette:
+    """The attribution service (ASGI): the chat app's ``POST /attribute`` and ``GET
+    /health`` alone, over an engine loaded once.
+
+    A process that keeps the model and the compiled kernels loaded answers in the time of
+    the attribution itself, where a new process first imports torch and loads the model
+    (seconds; docs/reports/performance.md, "Start-up"). ``tokenshapley serve`` runs it and
+    ``tokenshapley attribute --server URL`` sends it its files.
+
+    ``POST /attribute`` takes ``{"query", "sources": [{"id", "text", "metadata"?,
+    "document"?}], "answer"}`` and answers by the request's ``Accept`` type: JSON
+    (``AttributionResult.to_dict()``, the default), ``text/markdown`` (``to_markdown()``)
+    or ``text/html`` (``to_html()``). Errors are JSON ``{"error": code, "message", "field"?}``
+    with the status codes of the chat app (400, 413, 422, 429, 503). ``config`` sets the
+    allowed ``Host`` names (local ones by default), an optional API token, body, source
+    and concurrency limits (:class:`ChatConfig`; its chat fields are unused).
+
+    Examples
+    --------
+    >>> from tokenshapley_rag import TokenShapley
+    >>> from tokenshapley_rag.chat import create_service
+    >>> app = create_service(TokenShapley())  # doctest: +SKIP
+    >>> import uvicorn; uvicorn.run(app, host="127.0.0.1", port=8765)  # doctest: +SKIP
+    """
+    cfg = config or ChatConfig()
+    app = Starlette(
+        routes=[
+            Route("/attribute", _attribute, methods=["POST"]),
+            Route("/health", _health, methods=["GET"]),
+        ],
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+    )
+    app.state.chat = ChatState(ts=ts, config=cfg)
+    app.add_middleware(_Guard, config=cfg)
+    app.state.ready = threading.Event()
+    app.state.ready.set()
     return app

@@ -1,4 +1,5 @@
-"""``tokenshapley chat``: serve the chat app over a folder of documents.
+"""``tokenshapley chat`` and ``tokenshapley serve``: the chat app over a folder of
+documents, and the attribution service alone.
 
 The options are declared in :mod:`tokenshapley_rag.cli` (so the command exists, and says
 what to install, without the ``chat`` extra); this module runs it.
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_chat", "allowed_hosts"]
+__all__ = ["run_chat", "run_service", "allowed_hosts"]
 
 _LOCAL = ("127.0.0.1", "localhost", "::1")
 
@@ -65,5 +66,32 @@ def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace
     )
     fragment = "#token=<your token>" if token else ""
     print(f"Serving on http://{args.host}:{args.port}/{fragment} (Ctrl+C stops)", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def run_service(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace], Any]) -> int:
+    """Load the engine (``make_engine(args)``), run one warm-up attribution so the first
+    request finds every kernel loaded, and serve ``POST /attribute`` until interrupted.
+    Returns 2 with a hint when uvicorn (the ``chat`` extra) is missing."""
+    try:
+        import uvicorn
+    except ImportError as err:
+        print(f"tokenshapley: error: the service needs the 'chat' extra ({err}); "
+              'pip install "tokenshapley-rag[chat]"', file=sys.stderr)
+        return 2
+    from tokenshapley_rag._warmup import warm_up
+    from tokenshapley_rag.chat import ChatConfig, create_service
+
+    hosts = allowed_hosts(args.host, args.allowed_hosts)
+    token = args.api_token or os.environ.get("TOKENSHAPLEY_API_TOKEN") or None
+    if args.host not in _LOCAL and token is None:
+        print(f"tokenshapley: warning: serving on {args.host} without an API token: anyone who can reach the port "
+              "can use the engine (set --api-token or TOKENSHAPLEY_API_TOKEN)", file=sys.stderr)
+    ts = make_engine(args)
+    warm_up(ts)
+    app = create_service(ts, config=ChatConfig(allowed_hosts=hosts, api_token=token))
+    print(f"Serving attribution on http://{args.host}:{args.port}/attribute (Ctrl+C stops); "
+          f"`tokenshapley attribute --server http://{args.host}:{args.port} ...` uses it", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
