@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -72,6 +73,10 @@ class CausalLMEncoder:
         self.start_id = int(start)
         self.pad_id = int(tok.pad_token_id if tok.pad_token_id is not None else start)
         self._layers = _decoder_layers(loaded.model)
+        # transformers 5.x names the key/value cache argument ``cache`` and warns on the
+        # older ``past_key_values`` (to be removed); earlier versions know only the latter.
+        forward_args = inspect.signature(loaded.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward_args else "past_key_values"
         # Forward passes are serialised: the early-exit hook is registered on the shared
         # model, so two concurrent passes could otherwise trip each other's hook.
         self._lock = threading.Lock()
@@ -134,7 +139,7 @@ class CausalLMEncoder:
     ) -> torch.Tensor:
         model = self.loaded.model
         n = self.loaded.num_layers
-        kv: dict[str, Any] = {"past_key_values": cache, "use_cache": True} if cache is not None else {"use_cache": False}
+        kv: dict[str, Any] = {self._cache_arg: cache, "use_cache": True} if cache is not None else {"use_cache": False}
         if position_ids is not None:
             kv["position_ids"] = position_ids
         if self._layers is None or self.layer in (0, n):
