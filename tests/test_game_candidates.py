@@ -449,3 +449,29 @@ def test_sentence_values_parallel_equals_serial(monkeypatch):
     serial = sentence_values(d2, idx, classes, store, 2, "auto")
     monkeypatch.setattr(_token_game, "_PARALLEL_WORK", 0)
     np.testing.assert_array_equal(sentence_values(d2, idx, classes, store, 2, "auto"), serial)
+
+
+def test_widening_float16_keys_is_numpys_conversion_for_every_value():
+    from tokenshapley_rag._datastore import _HALF_TO_FLOAT
+    from tokenshapley_rag._kernels import widen_halves
+
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    out = np.empty(bits.shape, dtype=np.float32)
+    widen_halves(bits, _HALF_TO_FLOAT, out)
+    want = bits.view(np.float16).astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(out), nan)
+    assert np.array_equal(out[~nan].view(np.uint32), want[~nan].view(np.uint32))  # -0.0, subnormals, inf included
+
+
+def test_stacked_keys_equal_a_plain_concatenation():
+    from tokenshapley_rag._datastore import _float32_rows
+
+    rng = np.random.default_rng(5)
+    halves = [rng.standard_normal((n, 6)).astype(np.float16) for n in (3, 0, 5, 1)]
+    wide = np.full((2, 6), 1e6, dtype=np.float32)  # a block beyond float16's range stays float32
+    for blocks in (halves, halves[:2] + [wide] + halves[2:], [np.zeros((0, 6), np.float16)]):
+        rows = sum(b.shape[0] for b in blocks)
+        got = _float32_rows(blocks, rows, 6)
+        want = np.concatenate([b.astype(np.float32) for b in blocks]) if rows else np.zeros((0, 6), np.float32)
+        assert got.dtype == np.float32 and np.array_equal(got, want)

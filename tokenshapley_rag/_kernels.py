@@ -15,7 +15,7 @@ from tokenshapley_rag.shapley import _shapley_row
 __all__ = [
     "exact_d2", "exact_rows", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
     "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows", "prefix_representatives",
-    "probe_rows", "list_products",
+    "probe_rows", "list_products", "widen_halves",
 ]
 
 
@@ -611,3 +611,14 @@ def list_products(q, keys, norms, list_order, list_starts, pair_order, pair_star
                 pair = pair_order[i]
                 t = pair // n_probes
                 products[slot_base[t, pair % n_probes] + c - a] = norm - two * dot32(q[t], key)
+
+
+@numba.njit(cache=True, nogil=True)
+def widen_halves(halves, table, out):
+    """``out[i] = table[halves[i]]``: float16 values (their bits, ``uint16``) widened to
+    float32 through the table of all 65,536 conversions (``table``: numpy's own, so the
+    result is numpy's ``astype`` bit for bit). One serial pass: numpy's conversion is not
+    vectorised, and torch's runs in threads whose start-up under load cost more than the
+    copy (docs/reports/performance.md, "Long contexts")."""
+    for i in range(halves.shape[0]):
+        out[i] = table[halves[i]]

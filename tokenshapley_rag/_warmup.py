@@ -47,7 +47,7 @@ def warm_up(ts: Any) -> WarmupReport:
     --------
     >>> from tokenshapley_rag import TokenShapley  # doctest: +SKIP
     >>> warm_up(TokenShapley()).n_citations  # doctest: +SKIP
-    10
+    9
     """
     question, sources = demo_passages()
     t0 = time.perf_counter()
