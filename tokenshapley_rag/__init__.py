@@ -11,8 +11,9 @@ The light parts (result types, errors, renderers) import at once; the attributio
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tokenshapley_rag._lazy import lazy_attributes
 
 from tokenshapley_rag._render import footnote_numbers, render_html, render_markdown
 from tokenshapley_rag._types import (
@@ -62,17 +63,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tokenshapley_rag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

@@ -193,22 +193,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args, make_attributor, make_response_lm)
 
 
-def _cmd_chat(args: argparse.Namespace) -> int:
+def _serve_http(args: argparse.Namespace, runner: str, what: str) -> int:
+    """Run ``tokenshapley_rag.chat._cli.<runner>`` (the ``chat`` extra: starlette, uvicorn),
+    or say what to install."""
     try:
-        from tokenshapley_rag.chat._cli import run_chat
+        from tokenshapley_rag.chat import _cli
     except ImportError as err:
-        print(f'tokenshapley: error: the chat app needs the "chat" extra ({err}); pip install "tokenshapley-rag[chat]"', file=sys.stderr)
+        print(f'tokenshapley: error: {what} needs the "chat" extra ({err}); pip install "tokenshapley-rag[chat]"', file=sys.stderr)
         return 2
-    return run_chat(args, _engine)
+    return int(getattr(_cli, runner)(args, _engine))
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    return _serve_http(args, "run_chat", "the chat app")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        from tokenshapley_rag.chat._cli import run_service
-    except ImportError as err:
-        print(f'tokenshapley: error: the service needs the "chat" extra ({err}); pip install "tokenshapley-rag[chat]"', file=sys.stderr)
-        return 2
-    return run_service(args, _engine)
+    return _serve_http(args, "run_service", "the service")
 
 
 #: The engine options and their defaults (``--server`` refuses any other value of them).
@@ -216,6 +217,20 @@ ENGINE_DEFAULTS: dict[str, Any] = {
     "model": None, "layer": DEFAULT_LAYER, "k": 1, "m": 10, "dtype": "float32", "cache_dir": None, "device": "cpu",
     "no_disk_cache": False,
 }
+
+
+def _add_server_options(p: argparse.ArgumentParser, *, port: int, token_env: str, token_note: str = "") -> None:
+    """``--host``, ``--port``, ``--allowed-hosts`` and ``--api-token`` of a command that serves HTTP."""
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=port, help=f"port (default {port})")
+    p.add_argument(
+        "--allowed-hosts", default=None, metavar="NAMES",
+        help="comma-separated Host names to answer besides the local ones and the bind address ('*': any)",
+    )
+    p.add_argument(
+        "--api-token", default=None, metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' (default ${token_env}{token_note})",
+    )
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -268,16 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve attribution over HTTP (POST /attribute) from one loaded engine, for repeated "
         "`tokenshapley attribute --server` calls and other programs",
     )
-    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
-    p.add_argument(
-        "--allowed-hosts", default=None, metavar="NAMES",
-        help="comma-separated Host names to answer besides the local ones and the bind address ('*': any)",
-    )
-    p.add_argument(
-        "--api-token", default=None, metavar="TOKEN",
-        help="require 'Authorization: Bearer TOKEN' (default $TOKENSHAPLEY_API_TOKEN)",
-    )
+    _add_server_options(p, port=8765, token_env="TOKENSHAPLEY_API_TOKEN")
     _add_engine_options(p)
     add_limit_options(p)
     p.set_defaults(func=_cmd_serve)
@@ -326,17 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     # extra `tokenshapley chat` says what to install instead of vanishing.
     p = sub.add_parser("chat", help="serve a chat web app over a folder of documents; footnotes stream with the answer")
     p.add_argument("--docs", required=True, metavar="FOLDER", help="folder of .txt/.md files; each paragraph is a chunk")
-    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--top-k", type=int, default=3, help="chunks retrieved per question (default 3)")
-    p.add_argument(
-        "--allowed-hosts", default=None, metavar="NAMES",
-        help="comma-separated Host names to answer besides the local ones and the bind address ('*': any)",
-    )
-    p.add_argument(
-        "--api-token", default=None, metavar="TOKEN",
-        help="require 'Authorization: Bearer TOKEN' (default $TOKENSHAPLEY_CHAT_TOKEN; open the page as /#token=TOKEN)",
-    )
+    _add_server_options(p, port=8000, token_env="TOKENSHAPLEY_CHAT_TOKEN", token_note="; open the page as /#token=TOKEN")
     p.add_argument("--max-new-tokens", type=int, default=160, help="longest answer of the local model, in tokens")
     _add_engine_options(p)
     add_limit_options(p)

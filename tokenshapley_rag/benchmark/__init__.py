@@ -12,8 +12,7 @@ WiCE, :func:`run_ablation_eval` for CNN/DM, over :func:`sentence_units` and the
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tokenshapley_rag._lazy import lazy_attributes
 
 # Every name is imported on first use (PEP 562): the CLI declares `tokenshapley eval`
 # from :mod:`._cli` without loading the protocols, numpy or the metrics.
@@ -65,17 +64,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tokenshapley_rag.benchmark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

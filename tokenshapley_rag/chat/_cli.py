@@ -36,6 +36,16 @@ def allowed_hosts(bind: str, extra: str | None) -> tuple[str, ...]:
     return tuple(hosts)
 
 
+def _access(args: argparse.Namespace, token_env: str, exposed: str) -> tuple[tuple[str, ...], str | None]:
+    """The allowed Host names and the API token (``--api-token``, else ``$token_env``); a
+    warning when a non-local bind has no token (anyone reaching the port could ``exposed``)."""
+    token = args.api_token or os.environ.get(token_env) or None
+    if args.host not in _LOCAL and token is None:
+        print(f"tokenshapley: warning: serving on {args.host} without an API token: anyone who can reach the port "
+              f"can {exposed} (set --api-token or {token_env})", file=sys.stderr)
+    return allowed_hosts(args.host, args.allowed_hosts), token
+
+
 def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace], Any]) -> int:
     """Load the documents, then the engine (``make_engine(args)``), and serve until
     interrupted. Returns 2 with a hint when uvicorn (the ``chat`` extra) is missing."""
@@ -52,11 +62,7 @@ def run_chat(args: argparse.Namespace, make_engine: Callable[[argparse.Namespace
         return 2
     chunks = load_documents(args.docs)  # before the model loads: a bad folder fails fast
     print(f"Loaded {len(chunks)} chunks from {args.docs}", file=sys.stderr)
-    hosts = allowed_hosts(args.host, args.allowed_hosts)
-    token = args.api_token or os.environ.get("TOKENSHAPLEY_CHAT_TOKEN") or None
-    if args.host not in _LOCAL and token is None:
-        print(f"tokenshapley: warning: serving on {args.host} without an API token: anyone who can reach the port "
-              "can read the documents (set --api-token or TOKENSHAPLEY_CHAT_TOKEN)", file=sys.stderr)
+    hosts, token = _access(args, "TOKENSHAPLEY_CHAT_TOKEN", "read the documents")
     ts = make_engine(args)
     app = create_app(
         ts,
@@ -83,11 +89,7 @@ def run_service(args: argparse.Namespace, make_engine: Callable[[argparse.Namesp
     from tokenshapley_rag._warmup import warm_up
     from tokenshapley_rag.chat import ChatConfig, create_service
 
-    hosts = allowed_hosts(args.host, args.allowed_hosts)
-    token = args.api_token or os.environ.get("TOKENSHAPLEY_API_TOKEN") or None
-    if args.host not in _LOCAL and token is None:
-        print(f"tokenshapley: warning: serving on {args.host} without an API token: anyone who can reach the port "
-              "can use the engine (set --api-token or TOKENSHAPLEY_API_TOKEN)", file=sys.stderr)
+    hosts, token = _access(args, "TOKENSHAPLEY_API_TOKEN", "use the engine")
     ts = make_engine(args)
     warm_up(ts)
     app = create_service(ts, config=ChatConfig(allowed_hosts=hosts, api_token=token))
