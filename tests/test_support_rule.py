@@ -161,6 +161,51 @@ def test_value_held_only_where_the_predicate_is_not_stated_is_flagged():
     assert generic[0] == "supported"
 
 
+# A real case (QuoteSum AMBIG_val_1130): "Sauron forged the One Ring in Lord of the Rings.",
+# the ring swapped for a name the subject's other page holds. The predicate values are those
+# the attribution gave "Elves" in "Sauron forged the One Elves in Lord of the Rings."
+RING_SENTENCES = [
+    (0, "One Ring"),
+    (0, "One Ring to bring them all and in the darkness bind them In the Land of Mordor where the Shadows lie."),
+    (0, "The lines inscribed on the Ring (in boldface above) were pronounced by Sauron when he forged the Ring."),
+    (1, "One Ring"),
+    (1, "Sauron invaded and destroyed Eregion, and killed Celebrimbor, the maker of the three rings of the Elves."),
+    (1, "However, King Tar-Minastir of Númenor sent a great fleet to Middle-earth, and with this aid Gil-galad "
+        "destroyed Sauron's army and forced Sauron to return to Mordor."),
+    (1, "In S.A. 3261, Ar-Pharazôn, the last and most powerful king of Númenor, landed at Umbar at the head of an "
+        "immense army to do battle with Sauron."),
+]
+RING_PREDICATE = np.array([0.094, 0.19, 1.497, 0.094, 0.167, -0.48, 0.103])  # weight 4.28
+
+
+def _ring_status(text, answer, anchor, subject=False):
+    facts = [sentence_facts(t) for _, t in RING_SENTENCES]
+    documents = np.array([d for d, _ in RING_SENTENCES])
+    k = keyword_facts(text, "name")
+    return keyword_status(
+        k, holding_mask(k, facts, documents), np.asarray(anchor), RING_PREDICATE, documents, facts,
+        sentence_facts(answer), predicate_weight=4.28, subject=subject,
+    )
+
+
+def test_a_name_the_anchor_holds_where_it_states_another_claim_is_flagged():
+    # Both pages hold the subject (the anchor); "Elves" is held by the second, in a sentence
+    # that does not say who forged what, while the first states the predicate ("forged")
+    # far better with another name: contradicted by that sentence.
+    swapped = "Sauron forged the One Elves in Lord of the Rings."
+    status, allowed, rival = _ring_status("Elves", swapped, [True, True])
+    assert (status, rival) == ("contradicted", 2) and not allowed.any()
+    # the copied name is held where the predicate is stated: supported
+    status, allowed, rival = _ring_status("One Ring", "Sauron forged the One Ring in Lord of the Rings.", [True, True])
+    assert (status, rival) == ("supported", -1) and allowed[:3].all()
+    # the best sentence outside the anchor ("The Rhine flows into the North Sea": the
+    # Danube's "flows into the Black Sea" states "flows into" better): the anchor's holder stands
+    assert _ring_status("Elves", swapped, [False, True])[0] == "supported"
+    # the subject is exempt (the anchor was chosen by the claim's other values: "The Danube
+    # is 2850 km long", the Rhine's "1,230 km long" states "km long" better)
+    assert _ring_status("Elves", swapped, [True, True], subject=True)[0] == "supported"
+
+
 def test_words_are_supported_when_held():
     assert _status("physics", "word", "She won in physics.")[0] == "supported"
     assert _status("chemistry", "word", "She won in chemistry.")[0] == "unsupported"

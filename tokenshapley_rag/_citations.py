@@ -280,6 +280,7 @@ def keyword_statuses(
             1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
             None if r in retyped else PREDICATE_AGREEMENT,
             float(weights[r].sum()),
+            subject=subject.get(kw_sentence[r]) == r,
         )
         statuses.append(status)
         allowed[r] = ok

@@ -341,6 +341,8 @@ def keyword_status(
     tolerance: float = PREDICATE_TOLERANCE,
     agreement: float | None = PREDICATE_AGREEMENT,
     predicate_weight: float = 1.0,
+    *,
+    subject: bool = False,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -376,7 +378,9 @@ def keyword_status(
     of other sources: an answer may combine sources) and an unheld one is unsupported.
 
     Context decides last: a number, date or name found supported, that no source of its
-    anchor holds, is overturned when the sources holding it state its predicate at less
+    anchor holds (a name other than the sentence's ``subject``: even when one does, if the
+    best sentence below is in an anchor source), is overturned when the sources holding it
+    state its predicate at less
     than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
     value, when that is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight`` (the
     predicate game's total weight, the most its value can be); it is then contradicted by
@@ -396,7 +400,17 @@ def keyword_status(
             return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
-            return "supported", agreeing, -1  # the anchor's source holds it: the claim's values agree
+            # The anchor's source holds it: the claim's values agree. But a page holds many
+            # names (Sauron's page holds "the Elves", which he did not forge): a name other
+            # than the subject is still overturned by context when the sentence that states
+            # the claim's predicate best is the anchor's own.
+            if k.kind == "name" and not subject and subject_sources[sentence_document[int(np.argmax(predicate))]]:
+                status, _, rival = _unless_context_disagrees(
+                    k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight
+                )
+                if status != "supported":
+                    return status, np.zeros_like(held), rival
+            return "supported", agreeing, -1
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
     rival, best = -1, 0.0
