@@ -133,6 +133,18 @@ def test_unheld_value_is_contradicted_by_the_subjects_other_value_or_unsupported
     assert (status, rival) == ("contradicted", 1)  # only the Rhine's own sentence can contradict
 
 
+def test_an_unheld_name_is_contradicted_only_by_a_sentence_that_states_the_claim():
+    # No source says who shared the prize. Curie's other sentence names someone else
+    # ("Warsaw") but states "won ... with" five times worse than the prize sentence, which
+    # names no one else: unsupported, with no conflicting sentence.
+    answer = "Marie Curie won the Nobel Prize in Physics in 1903 with Zorblat."
+    status, allowed, rival = _status("Zorblat", "name", answer, "Marie Curie", [0.0, 0.0, 0.4, 2.0, 0.0])
+    assert (status, rival) == ("unsupported", -1) and not allowed.any()
+    # a sentence naming someone else that states the claim about as well contradicts it
+    status, allowed, rival = _status("Zorblat", "name", answer, "Marie Curie", [0.0, 0.0, 2.0 * PREDICATE_AGREEMENT + 0.1, 2.0, 0.0])
+    assert (status, rival) == ("contradicted", 2) and not allowed.any()
+
+
 def test_value_held_only_where_the_predicate_is_not_stated_is_flagged():
     # "Vienna" alone (no anchor): held by Meitner's page, but Curie's sentence states the
     # claim's predicate ("... was born in") five times better.

@@ -371,7 +371,9 @@ def keyword_status(
     subject's sources (any source when there is no subject); the keyword is contradicted
     when the rival exists, its predicate value is positive and at least
     ``tolerance`` (:data:`PREDICATE_TOLERANCE`) times that of every sentence of the
-    sources holding the keyword. The subject itself is overturned only by a clearly
+    sources holding the keyword; for a keyword no source holds, when its predicate value is
+    at least ``agreement`` times the best of those sources' sentences (it states the
+    claim, not merely another name). The subject itself is overturned only by a clearly
     better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``): when the subject and the
     values come from different documents stating the same predicate, the claim is about
     its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
@@ -417,7 +419,13 @@ def keyword_status(
     for j in np.flatnonzero(pool).tolist():
         if predicate[j] > best and states_other_value(k, facts[j], answer):
             rival, best = j, float(predicate[j])
-    if rival >= 0 and (not held.any() or best >= tolerance * float(predicate[holding_sources].max())):
+    if rival >= 0 and held.any() and best >= tolerance * float(predicate[holding_sources].max()):
+        return "contradicted", np.zeros_like(held), rival
+    # A value no source holds is contradicted only by a sentence that states the claim: its
+    # predicate at least ``agreement`` times the best of the pool's. Any sentence naming
+    # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
+    # "The Eiffel Tower is in Paris.": no source says who completed it).
+    if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())):
         return "contradicted", np.zeros_like(held), rival
     if held.any():
         return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
