@@ -131,7 +131,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "(docs/method.md section 10)",
     )
     parser.add_argument("--span-weight", type=float, default=None, metavar="B",
-                        help="sentence-game span rule: weight of the sentence game (default 4)")
+                        help="sentence-game span rule: weight of the sentence game (default 0.5)")
     add_support_arguments(parser)
 
 
