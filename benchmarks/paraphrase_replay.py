@@ -184,7 +184,7 @@ row('`keyword_score` + passage term λ=1',lambda r:ev(r,0,1,None))
 row('sentence game alone (MiniLM keys, K=1)',lambda r:r['sg'])
 row('sentence game alone, K=3',lambda r:sent_game2(r,3,0.2))
 row('sentence game alone, word stems (5 letters)',lambda r:sent_game2(r,1,1.0,5))
-if ds!='paraphrase':
+if ds!='paraphrase' and all('unit_pooled' in r and 'ans_states' in r for r in R):  # out/lm-, out/as- records present
     cn=lambda X:np.asarray(X,float)/np.maximum(np.linalg.norm(X,axis=1,keepdims=True),1e-9)
     row('sentence game, SmolLM2 layer-8 keys mean-pooled (answer sentences encoded as sources)',lambda r:sent_game2(r,1,keys=cn(r['unit_pooled']),qkeys=cn(r['ans_pooled'])))
     row('sentence game, SmolLM2 keys; query = mean of the answer tokens\' states',lambda r:sent_game3(r,r['unit_pooled'],r['ans_states']))

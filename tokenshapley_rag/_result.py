@@ -124,27 +124,15 @@ class AttributionResult:
         >>> res.span_scores(0, 5)  # doctest: +SKIP
         {'0': 1.0, '1': 0.0}
         """
-        if not (0 <= start < end <= len(self.response)):
-            raise InvalidInputError(f"span [{start}, {end}) is not inside the answer of length {len(self.response)}")
-        offs = self.tokens.offsets
-        inside = np.flatnonzero((offs[:, 0] < end) & (offs[:, 1] > start) & (offs[:, 1] > offs[:, 0]))
+        inside = self._span_tokens(start, end)
         weight = float(self.config.get("context_weight", 0.0)) if context else 0.0
         scale = float(self.config.get("context_scale", 1.0))
         t = self.tokens
         text = self.response
-        verbatim = (
-            t.verbatim(inside)
-            | self._sentence_texts.holding(
-                text[start:end],
-                open_start=start > 0 and is_word_char(text[start - 1]) and is_word_char(text[start]),
-                open_end=end < len(text) and is_word_char(text[end - 1]) and is_word_char(text[end]),
-            )
-            if context and self.config.get("verbatim", False)
-            else None
-        )
+        verbatim = self._span_verbatim(start, end, inside) if context and self.config.get("verbatim", False) else None
         per_sentence, _own = context_scores(
             t.scores, t.carries, t.sentence_source, t.answer_sentence, inside, weight, scale, verbatim,
-            span_words(text, offs, start, end) if verbatim is not None else None,
+            span_words(text, t.offsets, start, end) if verbatim is not None else None,
         )
         sums = {s.id: 0.0 for s in self.sources}
         candidates = set()
@@ -153,6 +141,46 @@ class AttributionResult:
                 sums[sent.source_id] += float(per_sentence[j])
                 candidates.add(sent.source_id)
         return {sid: v if sid in candidates else -np.inf for sid, v in sums.items()} if candidates else sums
+
+    def _span_tokens(self, start: int, end: int) -> np.ndarray:
+        """The answer tokens that overlap ``response[start:end]``."""
+        if not (0 <= start < end <= len(self.response)):
+            raise InvalidInputError(f"span [{start}, {end}) is not inside the answer of length {len(self.response)}")
+        offs = self.tokens.offsets
+        return np.flatnonzero((offs[:, 0] < end) & (offs[:, 1] > start) & (offs[:, 1] > offs[:, 0]))
+
+    def _span_verbatim(self, start: int, end: int, inside: np.ndarray) -> np.ndarray:
+        """``(n_sentences,)`` bool: the sentences that hold the span word for word (its
+        tokens' classes in a row, or its text; the test of the verbatim rule, docs/method.md §5)."""
+        text = self.response
+        return self.tokens.verbatim(inside) | self._sentence_texts.holding(
+            text[start:end],
+            open_start=start > 0 and is_word_char(text[start - 1]) and is_word_char(text[start]),
+            open_end=end < len(text) and is_word_char(text[end - 1]) and is_word_char(text[end]),
+        )
+
+    def span_holders(self, start: int, end: int) -> list[str]:
+        """The ids of the sources that hold ``response[start:end]`` word for word, in
+        source order (the test of the verbatim rule, whatever ``verbatim`` is set to).
+
+        >>> res.span_holders(0, 5)  # doctest: +SKIP
+        ['0', '2']
+        """
+        inside = self._span_tokens(start, end)
+        if not len(inside):
+            return []
+        held = {self.sentence_scores[j].source_id for j in np.flatnonzero(self._span_verbatim(start, end, inside))}
+        return [s.id for s in self.sources if s.id in held]
+
+    def span_answer_sentence(self, start: int, end: int) -> tuple[int, int]:
+        """``(start, end)`` in the answer of the answer sentence that holds the span's first
+        token (the sentence whose tokens play the span's context game)."""
+        inside = self._span_tokens(start, end)
+        if not len(inside):
+            return start, end
+        t = self.tokens
+        same = np.flatnonzero(t.answer_sentence == t.answer_sentence[inside[0]])
+        return int(t.offsets[same, 0].min()), int(t.offsets[same, 1].max())
 
     def to_markdown(self) -> str:
         """The answer with footnote markers ``[^n]`` after cited keywords and a footnote

@@ -120,6 +120,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentence-game rule: weight of the sentence game (default 4)")
     parser.add_argument("--evidence-passage", type=float, default=None, metavar="L",
                         help="sentence-game rule: weight of the best score of the sentence's source (default 1)")
+    parser.add_argument(
+        "--span-rule",
+        choices=["context", "sentence-game"],
+        default=None,
+        help="tokenshapley span scores (quotesum, verigran, kv): the context game (default) or, among "
+        "the sources that hold a span word for word, plus the sentence game of its answer sentence "
+        "(docs/method.md section 10)",
+    )
+    parser.add_argument("--span-weight", type=float, default=None, metavar="B",
+                        help="sentence-game span rule: weight of the sentence game (default 0.5)")
     add_support_arguments(parser)
 
 

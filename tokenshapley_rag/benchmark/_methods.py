@@ -34,6 +34,12 @@ EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game")
 #: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md).
 EVIDENCE_WEIGHT = 4.0
 EVIDENCE_PASSAGE = 1.0
+#: Span rules of TokenShapley (``--span-rule``): ``context`` scores a span by its context game
+#: (docs/method.md §5); ``sentence-game`` adds, among the sources that hold the span word for
+#: word, the sentence game of its answer sentence (docs/method.md §10).
+SPAN_RULES: tuple[str, ...] = ("context", "sentence-game")
+#: The span rule's weight (chosen on dev, docs/reports/paraphrase.md).
+SPAN_GAME_WEIGHT = 0.5
 
 
 def _supports(result: AttributionResult) -> list[float]:
@@ -88,19 +94,27 @@ class TokenShapleyAttributor:
     ``evidence="sentence-game"`` ranks sentences by the evidence rule of docs/method.md §9
     instead: ``keyword_score + weight * sentence game``, plus ``passage`` times the best such
     score in the sentence's source. The sentence game's embeddings are all-MiniLM-L6-v2's
-    (the EmbSim model; loaded on first use). Span scores are unchanged.
+    (the EmbSim model; loaded on first use). Span scores are unchanged by it.
+
+    ``span_rule="sentence-game"`` adds to a span's per-source scores, when two or more sources
+    hold the span word for word, ``span_weight`` times the sentence game of the span's answer
+    sentence played by those sources' sentences (docs/method.md §10); other spans, and
+    sentence ranking, are unchanged by it.
     """
 
     name = "tokenshapley"
 
     def __init__(
         self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float = EVIDENCE_WEIGHT,
-        evidence_passage: float = EVIDENCE_PASSAGE,
+        evidence_passage: float = EVIDENCE_PASSAGE, span_rule: str = "context", span_weight: float = SPAN_GAME_WEIGHT,
     ) -> None:
         if evidence not in EVIDENCE_RULES:
             raise InvalidInputError(f"evidence must be one of {EVIDENCE_RULES}, got {evidence!r}")
+        if span_rule not in SPAN_RULES:
+            raise InvalidInputError(f"span_rule must be one of {SPAN_RULES}, got {span_rule!r}")
         self.ts = ts
         self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
+        self.span_rule, self.span_weight = span_rule, float(span_weight)
         self._embedder: Any = None
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -116,10 +130,32 @@ class TokenShapleyAttributor:
 
     @property
     def config(self) -> dict[str, Any]:
-        if self.evidence == "keyword":
-            return self.ts.config
-        return {**self.ts.config, "evidence": self.evidence, "evidence_weight": self.evidence_weight,
-                "evidence_passage": self.evidence_passage, "sentence_game_embeddings": "all-MiniLM-L6-v2"}
+        config = dict(self.ts.config)
+        if self.evidence != "keyword":
+            config.update(evidence=self.evidence, evidence_weight=self.evidence_weight,
+                          evidence_passage=self.evidence_passage, sentence_game_embeddings="all-MiniLM-L6-v2")
+        if self.span_rule != "context":
+            config.update(span_rule=self.span_rule, span_weight=self.span_weight,
+                          sentence_game_embeddings="all-MiniLM-L6-v2")
+        return config
+
+    def _span_sentence_game(self, res: AttributionResult, start: int, end: int, ids: Sequence[str]) -> np.ndarray:
+        """The span rule's term per source (docs/method.md §10): 0 unless two or more sources
+        hold the span word for word; then, for those sources, the sum over their sentences of
+        the sentence game of the span's answer sentence, played by their sentences."""
+        out = np.zeros(len(ids))
+        holders = res.span_holders(start, end)
+        if len(holders) < 2:
+            return out
+        held = set(holders)
+        players = [s for s in res.sentence_scores if s.source_id in held]
+        a, b = res.span_answer_sentence(start, end)
+        texts = [s.sentence for s in players]
+        game = sentence_game_values([res.response[a:b]], self._embed([res.response[a:b]]), texts, self._embed(texts))
+        where = {sid: i for i, sid in enumerate(ids)}
+        for s, v in zip(players, game):
+            out[where[s.source_id]] += v
+        return out
 
     def score_spans(self, example: AttributionExample) -> np.ndarray:
         res = self.ts.attribute(query=example.question, sources=example.sources, response=example.answer)
@@ -128,6 +164,8 @@ class TokenShapleyAttributor:
         for span in example.spans:
             per_source = res.span_scores(span.start, span.end)
             row = np.array([per_source[i] for i in ids], dtype=np.float64)
+            if self.span_rule == "sentence-game":
+                row = row + self.span_weight * self._span_sentence_game(res, span.start, span.end, ids)
             # -inf marks a source that is not a candidate (it lacks the span word for word
             # while another source holds it): rank it below every candidate, finitely.
             out = ~np.isfinite(row)
@@ -197,7 +235,7 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         ts = TokenShapley(**options)
         rule = {
             key: getattr(args, key)
-            for key in ("evidence", "evidence_weight", "evidence_passage")
+            for key in ("evidence", "evidence_weight", "evidence_passage", "span_rule", "span_weight")
             if getattr(args, key, None) is not None
         }
         return TokenShapleyAttributor(ts, **rule)
