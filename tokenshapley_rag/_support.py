@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -211,9 +211,12 @@ class KeywordFacts:
     words: tuple[str, ...]  # name words, in order
     stems: frozenset[str]
     acronym: bool = False  # a one-word name written in capitals ("IPL")
-    # The light stem of each name word (in ``words``' order), computed once: every
-    # sentence of the context is checked against it (:func:`holding_mask`).
-    word_stems: tuple[str, ...] = ()
+    # The light stem of each name word (in ``words``' order), derived once: every sentence
+    # of the context is checked against it (:func:`holding_mask`).
+    word_stems: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "word_stems", tuple(light_stem(w) for w in self.words))
 
 
 def keyword_facts(text: str, kind: str) -> KeywordFacts:
@@ -232,7 +235,7 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     words = tuple(_name_words(text)) if kind == "name" else ()
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
     acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
-    return KeywordFacts(kind, numbers, months, words, stems, acronym, tuple(light_stem(w) for w in words))
+    return KeywordFacts(kind, numbers, months, words, stems, acronym)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
@@ -244,7 +247,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
         if not k.words:
             return False
         # A name's words by their stem ("White Sport Coat" holds "White Sports Coat").
-        if all(w in f.words or stem in f.stems for w, stem in zip(k.words, k.word_stems or map(light_stem, k.words))):
+        if all(w in f.words or stem in f.stems for w, stem in zip(k.words, k.word_stems)):
             return True
         # An acronym and its expansion hold each other ("IPL", "Indian Premier League").
         if k.acronym:
