@@ -11,6 +11,7 @@ import numpy as np
 from tokenshapley_rag._attribution import TokenShapley
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._sentence_game import evidence_scores, sentence_game_values
+from tokenshapley_rag._params import Options, validate_params
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._baselines import BASELINE_NAMES, MODEL_BASELINE_NAMES, SpanAttributor, make_baseline
@@ -108,10 +109,10 @@ class TokenShapleyAttributor:
         self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float = EVIDENCE_WEIGHT,
         evidence_passage: float = EVIDENCE_PASSAGE, span_rule: str = "context", span_weight: float = SPAN_GAME_WEIGHT,
     ) -> None:
-        if evidence not in EVIDENCE_RULES:
-            raise InvalidInputError(f"evidence must be one of {EVIDENCE_RULES}, got {evidence!r}")
-        if span_rule not in SPAN_RULES:
-            raise InvalidInputError(f"span_rule must be one of {SPAN_RULES}, got {span_rule!r}")
+        validate_params(
+            {"evidence": [Options(EVIDENCE_RULES)], "span_rule": [Options(SPAN_RULES)]},
+            {"evidence": evidence, "span_rule": span_rule},
+        )
         self.ts = ts
         self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
         self.span_rule, self.span_weight = span_rule, float(span_weight)
