@@ -77,18 +77,18 @@ def row(name: str, runs: list[float], target: float | None, note: str = "") -> d
     return {"step": name, "runs": runs, "median": med, "target": target, "verdict": verdict, "note": note, "load": load_avg()}
 
 
-def start_service(cache: str, port: int, env: dict[str, str]) -> tuple[subprocess.Popen, float]:
+def start_service(cache: str, port: int, env: dict[str, str], log: Path) -> tuple[subprocess.Popen, float]:
+    """``tokenshapley serve`` in a subprocess (its output to ``log``), and the seconds until
+    it says it is serving."""
     t0 = time.perf_counter()
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(cli("serve", "--port", str(port), "--cache-dir", cache), stdout=log, stderr=log, env=env, text=True)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cli("serve", "--port", str(port), "--cache-dir", cache), stdout=out, stderr=out, env=env)
     while True:
         time.sleep(0.1)
-        log.seek(0)
-        if "Serving" in log.read():
+        if "Serving" in log.read_text():
             return proc, time.perf_counter() - t0
         if proc.poll() is not None or time.perf_counter() - t0 > 600:
-            log.seek(0)
-            raise RuntimeError(f"tokenshapley serve did not start: {log.read()[-800:]}")
+            raise RuntimeError(f"tokenshapley serve did not start: {log.read_text()[-800:]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row("`tokenshapley --help`", [timed(cli("--help"), env)[0] for _ in range(args.repeats)], None))
         rows.append(row("`tokenshapley attribute` (new process, caches warm)",
                         [timed(cli(*attribute, "--cache-dir", cache), env)[0] for _ in range(args.repeats)], 2.0))
-        proc, ready = start_service(cache, args.port, env)
+        proc, ready = start_service(cache, args.port, env, Path(tmp) / "serve.log")
         try:
             server = ["--server", f"http://127.0.0.1:{args.port}"]
             rows.append(row("`tokenshapley attribute --server` (a running `tokenshapley serve`)",
