@@ -399,7 +399,7 @@ def bench_tokenshapley(args, examples, clock, report) -> None:
         out["cuda_peak_allocated_mib"] = torch.cuda.max_memory_allocated() / 2**20
     if args.order_control:
         answers = [ex for g in groups for ex in g]
-        t, rep = clock(run_span_eval, "quotesum", TokenShapleyAttributor(ts), answers, order_control=True,
+        t, rep = clock(run_span_eval, args.dataset, TokenShapleyAttributor(ts), answers, order_control=True,
                        progress=False)
         out["run_span_eval"] = {"seconds_total": t, "n": rep.n, **{k: rep.metrics[k] for k in (
             "accuracy", "accuracy_order_controlled", "answer_accuracy", "answer_accuracy_order_controlled",
@@ -557,6 +557,137 @@ def cmd_probe(args: argparse.Namespace) -> None:
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))
 
 
+def _context_ready(ts, size: int) -> None:
+    """Room for ``size`` context tokens in the sentence cache's memory tier and the memos."""
+    ts.cache.memory_items = max(ts.cache.memory_items, size)
+    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
+                 ts.pipeline._facts_of_sentence):
+        memo.size = max(memo.size, size)
+
+
+def _forget_everything(ts) -> None:
+    """An empty sentence cache and empty memos: the next call is cold."""
+    ts.cache._memory.clear()
+    ts.pipeline.builder.forget()
+    ts.pipeline._facts_of_sentence.clear()
+
+
+def cmd_long(args: argparse.Namespace) -> None:
+    """Long contexts on a device: the candidate search on the device against the host's,
+    the warm attribution of a new source list against its own encoder pass with each, cold
+    seconds and peak memory, and whether the two searches give the same attributions."""
+    import resource
+
+    import torch
+
+    import long_context_bench as lcb
+    from tokenshapley_rag import TokenShapley
+    from tokenshapley_rag._timing import record_steps, step
+    from tokenshapley_rag.benchmark import load_dataset
+
+    clock = Clock(args.device)
+    cuda = args.device.startswith("cuda")
+    report = {"argv": sys.argv, "environment": environment(args.device), "search": [], "speed": [], "cold": [],
+              "agreement": []}
+    print(json.dumps(report["environment"], indent=1), flush=True)
+    ts = TokenShapley(model=args.model, device=args.device, use_disk_cache=False, max_source_chars=None,
+                      max_context_chars=None)
+    builder = ts.pipeline.builder
+    if not cuda:  # a dry run: the device path on torch's CPU (the library keeps a CPU encoder's search on the host)
+        builder.search_device = torch.device(args.device)
+    _context_ready(ts, 1 << 17)
+    data = Path(args.data)
+    pool = lcb.nq_passages(data)
+    quotesum, verigran = load_dataset("quotesum", data), load_dataset("verigran", data)
+    ex = quotesum[0]
+    ts.attribute(query="Where is the Eiffel Tower?", sources=["The Eiffel Tower is in Paris. It opened in 1889."],
+                 response="It is in Paris.")
+    tok = ts.encoder.tokenize(ex.answer)
+    n_match = ts.m // 2 if ts.candidates == "mixed" else 0
+
+    def warm(device_search: bool, sources) -> tuple[float, dict]:
+        builder.device_search_above = 0 if device_search else None
+        builder._datastores.clear()
+        with record_steps() as steps:
+            seconds, _ = clock(ts.attribute, query=ex.question, sources=sources, response=ex.answer)
+        return seconds, dict(steps.seconds)
+
+    for size in args.sizes:
+        _forget_everything(ts)
+        builder.device_search_above = 0
+        sources = lcb.padded(ts, list(ex.sources), pool, size)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t_cold, _ = clock(ts.attribute, query=ex.question, sources=sources, response=ex.answer)
+        cold = {"target": size, "cold_seconds": t_cold,
+                "peak_gpu_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else None,
+                "host_maxrss_growth_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024}
+        # The search alone, same datastore, interleaved.
+        builder._datastores.clear()
+        store = ts.build_datastore(sources)
+        host = store.searched_on_host()
+        cold["tokens"] = int(store.size)
+        report["cold"].append(cold)
+        states = ts.encoder.encode_response(ex.question, tok)
+        classes, _ = ts.pipeline.classes.of(tok.ids, ex.answer, tok.offsets)
+        use_piece = np.zeros(len(classes), dtype=bool)
+        times = {"device": [], "host": []}
+        results = {}
+        for r in range(args.repeats + 1):
+            for name in (("device", "host") if r % 2 == 0 else ("host", "device")):
+                target = store if name == "device" else host
+                t, results[name] = clock(target.game_candidates, states, classes, ts.m, n_match, use_piece)
+                if r:
+                    times[name].append(t)
+        identical = all(np.array_equal(a, b) for a, b in zip(results["device"], results["host"]))
+        row = {"tokens": int(store.size), "device": statistics.median(times["device"]),
+               "host": statistics.median(times["host"]), "identical": identical}
+        report["search"].append(row)
+        # The warm attribution of a new source list (datastore rebuilt from the cache).
+        runs = {"device": [], "host": []}
+        for name in ("device", "host"):
+            warm(name == "device", sources)  # warm-up
+        for r in range(args.repeats):
+            for name in (("device", "host") if r % 2 == 0 else ("host", "device")):
+                runs[name].append(warm(name == "device", sources))
+        speed = {"tokens": int(store.size)}
+        for name, calls in runs.items():
+            med = lambda f: statistics.median(f(c) for c in calls)  # noqa: E731
+            speed[name] = {"total": med(lambda c: c[0]), "own_pass": med(lambda c: c[1].get("encode_answer", 0.0)),
+                           "ratio": med(lambda c: c[0] / c[1]["encode_answer"]),
+                           "search": med(lambda c: c[1].get("candidates", 0.0)),
+                           "rebuild": med(lambda c: c[1].get("segment", 0.0) + c[1].get("sentence_classes", 0.0)
+                                          + c[1].get("index", 0.0))}
+        report["speed"].append(speed)
+        print(f"{store.size} tokens: cold {t_cold:.2f} s (peak GPU {cold['peak_gpu_mib']} MiB); search device "
+              f"{row['device']*1e3:.2f} ms vs host {row['host']*1e3:.2f} ms, identical {identical}; warm device "
+              f"{speed['device']['total']*1e3:.1f} ms ({speed['device']['ratio']:.2f}x its pass) vs host "
+              f"{speed['host']['total']*1e3:.1f} ms ({speed['host']['ratio']:.2f}x)", flush=True)
+    builder.device_search_above = 0
+    for name, examples in (("quotesum", quotesum), ("verigran", verigran)):
+        chosen = [e for e in examples if e.answer.strip()][: args.agreement]
+        same = keywords = 0
+        for e in chosen:
+            sources = lcb.padded(ts, list(e.sources), pool, args.agreement_size)
+            store = ts.build_datastore(sources)
+            tk = ts.encoder.tokenize(e.answer)
+            st = ts.encoder.encode_response(e.question, tk)
+            got = ts.pipeline.attribute(e.question, e.answer, sources, store, tk, st, ts.config).to_dict()
+            want = ts.pipeline.attribute(e.question, e.answer, sources, store.searched_on_host(), tk, st,
+                                         ts.config).to_dict()
+            same += got == want
+            keywords += len(want["citations"])
+        report["agreement"].append({"set": name, "size": args.agreement_size, "answers": len(chosen),
+                                    "identical_results": same, "keywords": keywords})
+        print(f"agreement {name} @ {args.agreement_size}: {same}/{len(chosen)} results identical "
+              f"({keywords} keyword citations)", flush=True)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1, default=str))
+
+
 def cmd_bench(args: argparse.Namespace) -> None:
     import torch
 
@@ -567,7 +698,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
         import numba
 
         numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
-    examples = load_dataset("quotesum", args.data)
+    examples = load_dataset(args.dataset, args.data)
     clock = Clock(args.device)
     report = {"argv": sys.argv, "environment": environment(args.device)}
     print(json.dumps(report["environment"], indent=1), flush=True)
@@ -605,6 +736,7 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--device", default="cuda")
     b.add_argument("--dtype", default="float32")
     b.add_argument("--data", required=True, help="folder holding quotesum/dev.jsonl")
+    b.add_argument("--dataset", default="quotesum", choices=("quotesum", "verigran"))
     b.add_argument("--questions", type=int, default=None, help="first N questions (all their answers)")
     b.add_argument("--order-control", action="store_true", help="also run_span_eval with order control")
     b.add_argument("--threads", type=int, default=None, help="torch / numba threads (default: theirs)")
@@ -625,6 +757,17 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--answers", type=int, default=10)
     c.add_argument("--out", default=None)
     c.set_defaults(fn=cmd_compare)
+
+    lc = sub.add_parser("long", help="long contexts: device search vs host search, cold, memory, agreement")
+    lc.add_argument("--model", required=True)
+    lc.add_argument("--device", default="cuda")
+    lc.add_argument("--data", required=True, help="folder holding quotesum/, verigran/ and nq/ dev.jsonl")
+    lc.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384, 65536, 131072])
+    lc.add_argument("--repeats", type=int, default=5)
+    lc.add_argument("--agreement", type=int, default=20, help="answers per set")
+    lc.add_argument("--agreement-size", type=int, default=16384)
+    lc.add_argument("--out", default=None)
+    lc.set_defaults(fn=cmd_long)
 
     pr = sub.add_parser("probe", help="code paths on a device: packing per dtype, streaming, chat generator")
     pr.add_argument("--model", required=True)

@@ -65,3 +65,30 @@ def test_explicit_cpu_device_gives_the_default_citations(ts, cache_root) -> None
         (c.text, c.status, c.best.source_id if c.best else None) for c in b.citations
     ]
     np.testing.assert_allclose([c.support for c in a.citations], [c.support for c in b.citations], atol=1e-6)
+
+
+def test_cpu_encoder_searches_on_the_host(ts) -> None:
+    builder = ts.pipeline.builder
+    assert builder.search_device is None and not builder.searches_on_device(10**6)
+
+
+def test_device_search_gives_the_host_attribution(ts, monkeypatch) -> None:
+    # The builder as it is with a CUDA encoder, torch's CPU standing in for the GPU: the
+    # datastore is searched by the device path, and every score is the host search's.
+    sources = [
+        "The Danube is 2,850 kilometres long. It flows into the Black Sea.",
+        "The Rhine is 1,230 kilometres long and flows into the North Sea.",
+    ]
+    response = "The Danube is 2,850 kilometres long and ends in the Black Sea."
+    host = ts.attribute(query="How long is the Danube?", sources=sources, response=response).to_dict()
+    builder = ts.pipeline.builder
+    monkeypatch.setattr(builder, "search_device", torch.device("cpu"))
+    monkeypatch.setattr(builder, "device_search_above", 0)
+    store = ts.build_datastore(sources)
+    assert store.search_device == torch.device("cpu") and not store.approximate
+    builder.forget()
+    try:
+        device = ts.attribute(query="How long is the Danube?", sources=sources, response=response).to_dict()
+    finally:
+        builder.forget()
+    assert device == host

@@ -475,3 +475,90 @@ def test_stacked_keys_equal_a_plain_concatenation():
         got = _float32_rows(blocks, rows, 6)
         want = np.concatenate([b.astype(np.float32) for b in blocks]) if rows else np.zeros((0, 6), np.float32)
         assert got.dtype == np.float32 and np.array_equal(got, want)
+
+
+def _on_device(store, device="cpu"):
+    """The same datastore searched by the device path (:mod:`._device_search`), here with
+    torch's CPU as the device: the plumbing and the arithmetic a GPU runs, on any machine."""
+    twin = store.searched_on_host()
+    twin.search_device = torch.device(device)
+    return twin
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 7), min_size=1, max_size=6),
+    copies=st.integers(0, 3),
+    n_queries=st.integers(1, 7),
+    m=st.integers(1, 12),
+    mixed=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_device_search_equals_the_mask_based_searches(sizes, copies, n_queries, m, mixed, seed):
+    rng = np.random.default_rng(seed)
+    token_ids = [rng.integers(0, 12, size=n).astype(np.int64) for n in sizes]
+    token_ids += [token_ids[0].copy() for _ in range(copies)]
+    store = _random_store(rng, token_ids)
+    if not store.size:
+        return
+    queries = (rng.normal(size=(n_queries, 6)) * 3).astype(np.float32)
+    queries[0] = store.keys[0]
+    queries[1:3] = _mirror_queries(store, rng, 2)[: max(0, n_queries - 1)]
+    classes = rng.integers(0, 4, size=n_queries)
+    pieces = rng.random(n_queries) < 0.3
+    n_match = min(m, store.size) // 2 if mixed else 0
+    d2, idx, carries = _on_device(store).game_candidates(queries, classes, m, n_match, pieces)
+    want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
+    np.testing.assert_array_equal(idx, want_i)
+    np.testing.assert_array_equal(d2, want_d)
+    np.testing.assert_array_equal(carries, want_carries)
+
+
+def test_device_search_keeps_the_lowest_of_many_exact_ties():
+    rng = np.random.default_rng(3)
+    store = _on_device(_random_store(rng, [np.array([1, 2, 3])] * 40))
+    q = store.keys[[1]].copy()
+    d2, idx, _ = store.game_candidates(q, np.array([2]), 10, 5)
+    assert idx[0].tolist() == [1 + 3 * c for c in range(10)] and (d2[0] == 0).all()
+    # A class with fewer entries than n_match: all of them play, then the nearest others.
+    d2, idx, carries = store.game_candidates(q, np.array([7]), 10, 5)
+    assert idx[0].tolist() == [1 + 3 * c for c in range(10)] and not carries.any()
+
+
+def test_device_search_is_the_host_search_for_any_block(monkeypatch):
+    from tokenshapley_rag import _device_search
+
+    rng = np.random.default_rng(11)
+    token_ids = [rng.integers(0, 12, size=9).astype(np.int64) for _ in range(30)] * 2
+    store = _random_store(rng, token_ids, hidden=16)
+    queries = np.concatenate([(rng.normal(size=(40, 16)) * 3).astype(np.float32), _mirror_queries(store, rng, 20)])
+    classes = rng.integers(0, 4, size=len(queries))
+    pieces = rng.random(len(queries)) < 0.3
+    want = store.game_candidates(queries, classes, 9, 4, pieces)
+    for cells in (1, store.size * 7, 1 << 23):  # one query a block, several, all
+        monkeypatch.setattr(_device_search, "_DEVICE_BLOCK_CELLS", cells)
+        for got, expected in zip(_on_device(store).game_candidates(queries, classes, 9, 4, pieces), want):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_device_search_steps_aside_when_torch_may_round_float32_products_lower(monkeypatch):
+    from tokenshapley_rag import _device_search
+
+    rng = np.random.default_rng(4)
+    store = _on_device(_random_store(rng, [rng.integers(0, 12, size=6).astype(np.int64) for _ in range(4)]))
+    calls = []
+    monkeypatch.setattr(_datastore, "device_candidates",
+                        lambda *a, **k: calls.append(1) or _device_search.device_candidates(*a, **k))
+    queries = (rng.normal(size=(3, 6)) * 3).astype(np.float32)
+    want = store.searched_on_host().game_candidates(queries, np.array([0, 1, 2]), 4, 2)
+    old = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")
+        got = store.game_candidates(queries, np.array([0, 1, 2]), 4, 2)
+    finally:
+        torch.set_float32_matmul_precision(old)
+    assert not calls and not store.approximate
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    store.game_candidates(queries, np.array([0, 1, 2]), 4, 2)
+    assert calls == [1]

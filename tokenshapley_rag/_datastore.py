@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from tokenshapley_rag._device_search import DeviceIndex, device_candidates
 from tokenshapley_rag._kernels import (
     exact_rows,
     list_products,
@@ -115,6 +116,11 @@ class Datastore:
         still measured and ordered exactly. None: exact search (the default).
     probes : int
         Lists probed per query on the approximate path.
+    search_device : torch.device or None
+        Where :meth:`game_candidates` runs its exact search: None, the host (the compiled
+        scan above); a device (the encoder's GPU), the keys are copied there at the first
+        search and each block of queries is bounded there (:mod:`._device_search`), with
+        the same players, bit for bit. It takes precedence over ``quantiser``.
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class Datastore:
         *,
         quantiser: Quantiser | None = None,
         probes: int = 0,
+        search_device: torch.device | None = None,
     ) -> None:
         self.sentences = sentences
         sizes = [len(e.ids) for e in entries]
@@ -140,6 +147,8 @@ class Datastore:
         self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
         self._probe: _ProbeIndex | None = None
         self._exact_only = False
+        self.search_device = search_device
+        self._device_index: DeviceIndex | None = None
         if quantiser is not None and probes > 0 and self.size:
             # An entry's list is its representative's (equal keys, one list).
             lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
@@ -163,7 +172,14 @@ class Datastore:
     @property
     def approximate(self) -> bool:
         """Whether :meth:`game_candidates` searches approximately (only the probed lists)."""
-        return self._probe is not None and not self._exact_only
+        return self._probe is not None and not self._exact_only and self.search_device is None
+
+    def searched_on_host(self) -> Datastore:
+        """This datastore (sharing its arrays) with :meth:`game_candidates` searching on
+        the host: the device search's reference."""
+        twin = copy.copy(self)
+        twin.search_device = None
+        return twin
 
     def searched_exactly(self) -> Datastore:
         """This datastore (sharing its arrays) with :meth:`game_candidates` searching
@@ -252,6 +268,12 @@ class Datastore:
             return d_out, i_out, carries
         self._check_queries(q)
         q_norms = np.einsum("td,td->t", q, q)
+        if self.search_device is not None and _torch_matmul_is_ieee(torch.device(self.search_device).type):
+            with step("distance_product"):
+                device_candidates(self._on_device(), self.keys, self._rel, q, q_norms, classes, use_piece, n_match,
+                                  d_out, i_out)
+            self._mark_carriers(classes, use_piece, carries)
+            return d_out, i_out, carries
         if self.approximate:
             exact = self._probe_candidates(q, q_norms, classes, use_piece, n_match, d_out, i_out, carries)
             if not exact.any():
@@ -264,6 +286,30 @@ class Datastore:
             d_out[rows_left], i_out[rows_left], carries[rows_left] = sub
             return d_out, i_out, carries
         return self._exact_candidates(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
+
+    def _on_device(self) -> DeviceIndex:
+        """The search's arrays on :attr:`search_device`, copied at the first search."""
+        if self._device_index is None or self._device_index.device != torch.device(self.search_device):
+            self._device_index = DeviceIndex.of(
+                torch.device(self.search_device), keys=self.keys, norms=self._norms, key_margin=self._key_margin,
+                representative=self._representative, token_class=self.token_class, piece_class=self.piece_class,
+            )
+        return self._device_index
+
+    def _mark_carriers(self, classes: np.ndarray, use_piece: np.ndarray, carries: np.ndarray) -> None:
+        """``carries[t, s] = True`` where sentence ``s`` holds an entry of row ``t``'s class
+        (its piece class where ``use_piece[t]``): what the host scan notes as it passes,
+        read here from the entries grouped by class."""
+        for piece in (False, True):
+            rows = np.flatnonzero(use_piece == piece)
+            if not rows.size:
+                continue
+            order, sorted_class = self._groups[piece]
+            starts = np.searchsorted(sorted_class, classes[rows], side="left")
+            ends = np.searchsorted(sorted_class, classes[rows], side="right")
+            for t, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist()):
+                if b > a:
+                    carries[t, self.sentence_of[order[a:b]]] = True
 
     def _probe_candidates(self, q, q_norms, classes, use_piece, n_match, d_out, i_out, carries) -> np.ndarray:
         """The approximate search (class docstring); returns, per row, whether it found
@@ -454,13 +500,17 @@ class Datastore:
         return self.nearest(queries, m, self.class_mask(classes, pieces))
 
 
-def _torch_matmul_is_ieee() -> bool:
-    """Whether torch multiplies float32 CPU matrices in float32, its default: not after
-    ``torch.set_float32_matmul_precision("high" or "medium")`` or with oneDNN's
-    ``fp32_precision`` set to bf16 or tf32 (which raises in the legacy getter)."""
+def _torch_matmul_is_ieee(device_type: str = "cpu") -> bool:
+    """Whether torch multiplies float32 matrices in float32 on ``device_type`` ("cpu" or
+    "cuda"), its default: not after ``torch.set_float32_matmul_precision("high" or
+    "medium")``, with the backend's ``fp32_precision`` set to bf16 or tf32 (which raises in
+    the legacy getters), or with CUDA's ``allow_tf32``."""
     try:
-        precision = getattr(getattr(getattr(torch.backends, "mkldnn", None), "matmul", None), "fp32_precision", None)
+        backend = torch.backends.cuda if device_type == "cuda" else getattr(torch.backends, "mkldnn", None)
+        precision = getattr(getattr(backend, "matmul", None), "fp32_precision", None)
         if precision is not None and precision not in ("ieee", "none"):
+            return False
+        if device_type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
             return False
         return torch.get_float32_matmul_precision() == "highest"
     except Exception:

@@ -3,7 +3,7 @@ argument parsing read them before any model is needed)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER"]
+__all__ = ["DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER", "DEVICE_SEARCH_ABOVE"]
 
 # The hidden layer whose states are the datastore's keys and queries (docs/method.md §7).
 DEFAULT_LAYER = 8
@@ -11,3 +11,8 @@ DEFAULT_LAYER = 8
 # Context tokens above which the candidate search probes the quantiser's lists instead of
 # scanning every entry (docs/method.md §3; measured in docs/reports/performance.md).
 DEFAULT_APPROXIMATE_ABOVE = 32_768
+
+# Context tokens above which, with the encoder on a CUDA device, the exact candidate search
+# runs there too (measured on an H200 against its host's 16 cores: docs/reports/performance.md,
+# "The GPU path").
+DEVICE_SEARCH_ABOVE = 2_048

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._defaults import DEVICE_SEARCH_ABOVE
 from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._limits import checkpoint
@@ -44,6 +45,10 @@ class DatastoreBuilder:
     the lists of ``quantiser`` that each answer token probes, ``PROBES`` of them); its
     sentences' lists are assigned once and kept in the sentence cache. None, or no
     quantiser: always exact.
+
+    With the encoder on a CUDA device, a datastore of more than ``device_search_above``
+    entries (``DEVICE_SEARCH_ABOVE``, measured) is searched exactly on that device instead
+    (``Datastore``'s ``search_device``; the same players), never approximately.
     """
 
     def __init__(
@@ -53,6 +58,11 @@ class DatastoreBuilder:
         self.encoder, self.cache, self.classes = encoder, cache, classes
         self.max_sentence_tokens, self.piece_classes = max_sentence_tokens, piece_classes
         self.quantiser, self.approximate_above = quantiser, approximate_above
+        # Only CUDA: the search's bound needs IEEE float32 products, which torch states
+        # (and lets a user turn off, _torch_matmul_is_ieee) for CUDA, not for MPS.
+        device = encoder.loaded.model.device
+        self.search_device: torch.device | None = device if device.type == "cuda" else None
+        self.device_search_above: int | None = DEVICE_SEARCH_ABOVE
         self._splits_of_source = LRUMemo(cache.memory_items)  # source text -> sentence spans
         self._classes_of_sentence = LRUMemo(cache.memory_items)  # text -> (classes, pieces)
         self._datastores = LRUMemo(DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
@@ -144,14 +154,27 @@ class DatastoreBuilder:
             classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
         pieces = [p for _, p in classes] if self.piece_classes else None
         with step("index"):
-            if not self.searches_approximately(sum(len(e.ids) for e in done)):
+            entries = sum(len(e.ids) for e in done)
+            if self.searches_on_device(entries):
+                return Datastore(records, done, [c for c, _ in classes], pieces, search_device=self.search_device)
+            if not self.searches_approximately(entries):
                 return Datastore(records, done, [c for c, _ in classes], pieces)
             done = self._with_lists(records, done)
             return Datastore(records, done, [c for c, _ in classes], pieces, quantiser=self.quantiser, probes=PROBES)
 
     def searches_approximately(self, entries: int) -> bool:
         """Whether a datastore of ``entries`` entries is searched approximately."""
-        return self.quantiser is not None and self.approximate_above is not None and entries > self.approximate_above
+        return (
+            self.quantiser is not None and self.approximate_above is not None and entries > self.approximate_above
+            and not self.searches_on_device(entries)
+        )
+
+    def searches_on_device(self, entries: int) -> bool:
+        """Whether a datastore of ``entries`` entries is searched on the encoder's device."""
+        return (
+            self.search_device is not None and self.device_search_above is not None
+            and entries > self.device_search_above
+        )
 
     def _with_lists(
         self, records: list[SentenceRecord], entries: list[CachedSentence], *, write: bool = True

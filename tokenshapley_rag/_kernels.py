@@ -361,6 +361,18 @@ def scan_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative,
                   sentence_of, classes[t], use_piece[t], n_match, d_out[t], i_out[t], carries[t])
 
 
+@numba.njit(cache=True, parallel=True, nogil=True)
+def measure_kept_rows(q, keys, row_starts, kept, kept_lo, kept_same, near_cuts, match_cuts, n_match, d_out, i_out):
+    """The exact end of the device search (``_device_search``): row ``t``'s kept entries
+    ``kept[row_starts[t]:row_starts[t + 1]]`` (their lower bounds and whether they carry the
+    row's class beside them) measured and merged by :func:`measure_players` under the
+    row's final cuts, which the device computed over every entry at once."""
+    for t in numba.prange(q.shape[0]):
+        a, b = row_starts[t], row_starts[t + 1]
+        measure_players(q[t], keys, kept[a:b], kept_lo[a:b], kept_same[a:b], b - a, near_cuts[t], match_cuts[t],
+                        n_match, d_out[t], i_out[t])
+
+
 @numba.njit(cache=True, nogil=True)
 def select_row(partial, q_norm, q, keys, key_margin, rel, representative, allowed, use_mask, d_out, i_out):
     """The ``len(d_out)`` nearest entries (among those ``allowed`` with ``use_mask``) in
