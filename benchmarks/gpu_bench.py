@@ -658,6 +658,8 @@ def cmd_long(args: argparse.Namespace) -> None:
             speed[name] = {"total": med(lambda c: c[0]), "own_pass": med(lambda c: c[1].get("encode_answer", 0.0)),
                            "ratio": med(lambda c: c[0] / c[1]["encode_answer"]),
                            "search": med(lambda c: c[1].get("candidates", 0.0)),
+                           "index": med(lambda c: c[1].get("index", 0.0)),
+                           "assemble": med(lambda c: c[1].get("assemble", 0.0)),
                            "rebuild": med(lambda c: c[1].get("segment", 0.0) + c[1].get("sentence_classes", 0.0)
                                           + c[1].get("index", 0.0))}
         report["speed"].append(speed)

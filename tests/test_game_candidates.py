@@ -465,7 +465,7 @@ def test_widening_float16_keys_is_numpys_conversion_for_every_value():
 
 
 def test_stacked_keys_equal_a_plain_concatenation():
-    from tokenshapley_rag._datastore import _float32_rows
+    from tokenshapley_rag._datastore import _float32_rows, _stacked_rows
 
     rng = np.random.default_rng(5)
     halves = [rng.standard_normal((n, 6)).astype(np.float16) for n in (3, 0, 5, 1)]
@@ -475,6 +475,29 @@ def test_stacked_keys_equal_a_plain_concatenation():
         got = _float32_rows(blocks, rows, 6)
         want = np.concatenate([b.astype(np.float32) for b in blocks]) if rows else np.zeros((0, 6), np.float32)
         assert got.dtype == np.float32 and np.array_equal(got, want)
+        stacked = _stacked_rows(blocks, rows, 6)  # what goes to a device: float16 where every block is
+        assert stacked.dtype == (np.float16 if all(b.dtype == np.float16 for b in blocks) else np.float32)
+        assert np.array_equal(stacked.astype(np.float32), want)
+
+
+def test_device_index_widens_the_float16_rows_as_the_host_does():
+    rng = np.random.default_rng(9)
+    token_ids = [rng.integers(0, 12, size=5).astype(np.int64) for _ in range(6)] * 2  # shared prefixes
+    records = [SentenceRecord(0, i, 0, 1, f"s{i}") for i in range(len(token_ids))]
+    entries = [CachedSentence(ids=ids, offsets=np.zeros((5, 2), np.int64),
+                              keys=rng.normal(size=(5, 6)).astype(np.float16)) for ids in token_ids]
+    classes = [ids % 4 for ids in token_ids]
+    host = Datastore(records, entries, classes)
+    built = Datastore(records, entries, classes, search_device=torch.device("cpu"))
+    assert built._device_index is not None and built._keys is None  # copied at build, from the float16 rows
+    assert (host._representative != np.arange(host.size)).any()  # some keys were shared
+    assert np.array_equal(built._device_index.keys.numpy(), host.keys)
+    np.testing.assert_allclose(built._device_index.norms.numpy(), host._norms, rtol=1e-6)
+    # A host search widens the host's copy then: the same keys.
+    assert np.array_equal(built.keys, host.keys) and built._stacked is None
+    queries = rng.normal(size=(4, 6)).astype(np.float32)
+    for a, b in zip(built.game_candidates(queries, np.arange(4), 5, 2), host.game_candidates(queries, np.arange(4), 5, 2)):
+        np.testing.assert_array_equal(a, b)
 
 
 def _on_device(store, device="cpu"):

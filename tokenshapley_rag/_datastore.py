@@ -142,13 +142,21 @@ class Datastore:
         self.token_ids = np.concatenate([e.ids for e in entries]) if self.size else np.zeros(0, np.int64)
         # Entry i's key equals entry _representative[i]'s, bit for bit (_share_prefix_keys).
         self._representative = _prefix_representatives([e.ids for e in entries], self.token_ids)
-        self.keys = _float32_rows([e.keys for e in entries], self.size, hidden)
-        _copy_representatives(self.keys, self._representative)
-        self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
+        # The searches' error bound e = rel |q|^2 + (rel |k|^2 + abs) (_preselect_margin).
+        self._rel, self._abs = _preselect_margin(self._width)
         self._probe: _ProbeIndex | None = None
         self._exact_only = False
         self.search_device = search_device
         self._device_index: DeviceIndex | None = None
+        self._keys: np.ndarray | None = None
+        # Built for a device: the keys as the cache has them (float16, half the bytes) go
+        # there, and the host widens its float32 copy only if a host search asks for it.
+        self._stacked: np.ndarray | None = None
+        if search_device is not None and self.size:
+            self._stacked = _stacked_rows([e.keys for e in entries], self.size, hidden)
+        else:
+            self._keys = _float32_rows([e.keys for e in entries], self.size, hidden)
+            _copy_representatives(self._keys, self._representative)
         if quantiser is not None and probes > 0 and self.size:
             # An entry's list is its representative's (equal keys, one list).
             lists = np.concatenate([np.asarray(e.lists, dtype=np.int64) for e in entries])[self._representative]
@@ -164,10 +172,24 @@ class Datastore:
         # Entries grouped by class (computed once): a class's members are one slice.
         self._groups = {False: _group(self.token_class)}
         self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
-        # The searches' error bound e = rel |q|^2 + (rel |k|^2 + abs) (_preselect_margin):
-        # the entries' part, per entry (its representative's norm, like its distance).
-        self._rel, absolute = _preselect_margin(self._width)
-        self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + absolute
+        if self._stacked is not None:
+            self._device_index = self._copy_to_device(self._stacked, norms=None)
+            self._norms = self._device_index.norms.cpu().numpy()
+        else:
+            self._norms = np.einsum("nd,nd->n", self.keys, self.keys)
+        # The margin's part of each entry (its representative's norm, like its distance).
+        self._key_margin = self._rel * self._norms.astype(np.float64)[self._representative] + self._abs
+
+    @property
+    def keys(self) -> np.ndarray:
+        """``(size, hidden)`` float32: every entry's key (its representative's, bit for bit).
+        Built with the datastore, or at the first host search where the datastore was built
+        for a device."""
+        if self._keys is None:
+            keys = _float32_rows([self._stacked], self.size, self._width)
+            _copy_representatives(keys, self._representative)
+            self._keys, self._stacked = keys, None
+        return self._keys
 
     @property
     def approximate(self) -> bool:
@@ -270,8 +292,7 @@ class Datastore:
         q_norms = np.einsum("td,td->t", q, q)
         if self.search_device is not None and _torch_matmul_is_ieee(torch.device(self.search_device).type):
             with step("distance_product"):
-                device_candidates(self._on_device(), self.keys, self._rel, q, q_norms, classes, use_piece, n_match,
-                                  d_out, i_out)
+                device_candidates(self._on_device(), self._rel, q, q_norms, classes, use_piece, n_match, d_out, i_out)
             self._mark_carriers(classes, use_piece, carries)
             return d_out, i_out, carries
         if self.approximate:
@@ -288,13 +309,20 @@ class Datastore:
         return self._exact_candidates(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
 
     def _on_device(self) -> DeviceIndex:
-        """The search's arrays on :attr:`search_device`, copied at the first search."""
+        """The search's arrays on :attr:`search_device` (copied when the datastore was built
+        for it, or now)."""
         if self._device_index is None or self._device_index.device != torch.device(self.search_device):
-            self._device_index = DeviceIndex.of(
-                torch.device(self.search_device), keys=self.keys, norms=self._norms, key_margin=self._key_margin,
-                representative=self._representative, token_class=self.token_class, piece_class=self.piece_class,
-            )
+            self._device_index = self._copy_to_device(self.keys, norms=self._norms)
         return self._device_index
+
+    def _copy_to_device(self, keys: np.ndarray, norms: np.ndarray | None) -> DeviceIndex:
+        """:class:`DeviceIndex` of this datastore on :attr:`search_device`: ``keys`` are the
+        float32 keys or the float16 rows they are widened from; ``norms`` None: computed
+        there."""
+        return DeviceIndex.of(
+            torch.device(self.search_device), keys=keys, norms=norms, representative=self._representative,
+            token_class=self.token_class, piece_class=self.piece_class, margin=(self._rel, self._abs),
+        )
 
     def _mark_carriers(self, classes: np.ndarray, use_piece: np.ndarray, carries: np.ndarray) -> None:
         """``carries[t, s] = True`` where sentence ``s`` holds an entry of row ``t``'s class
@@ -526,20 +554,32 @@ def _float32_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray
     runs this over every context token (the sentence cache keeps float16 keys), so it is
     most of the rebuild: the float16 rows are stacked (a copy of half the bytes), then
     widened in one compiled pass (:func:`widen_halves`), the same values as ``astype``. A
-    float32 block (keys beyond float16's range) is copied as it is."""
+    float32 block (keys beyond float16's range) is copied as it is. (Summing the norms in
+    the same pass was measured slower than numpy's separate one.)"""
     out = np.empty((rows, width), dtype=np.float32)
     filled = [block for block in blocks if block.shape[0]]
     if not filled:
         return out
     if all(block.dtype == np.float16 for block in filled):
-        halves = np.concatenate(filled).reshape(-1).view(np.uint16)
-        widen_halves(halves, _HALF_TO_FLOAT, out.reshape(-1))
+        halves = filled[0] if len(filled) == 1 else np.concatenate(filled)
+        widen_halves(np.ascontiguousarray(halves).reshape(-1).view(np.uint16), _HALF_TO_FLOAT, out.reshape(-1))
         return out
     start = 0
     for block in filled:
         out[start : start + block.shape[0]] = block
         start += block.shape[0]
     return out
+
+
+def _stacked_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
+    """The blocks' rows stacked as they are: float16 when every block is (the sentence
+    cache's keys), else float32."""
+    filled = [block for block in blocks if block.shape[0]]
+    if not filled:
+        return np.zeros((0, width), np.float16)
+    if all(block.dtype == np.float16 for block in filled):
+        return np.concatenate(filled)
+    return _float32_rows(filled, rows, width)
 
 
 def _group(classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

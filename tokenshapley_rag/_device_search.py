@@ -9,7 +9,8 @@ in float64 on the host, in one fixed order (``exact_d2``), so the players, their
 and the Shapley values are the same bits as the host search's, on any device. The host
 scan lowers its cuts as it goes; here every entry is bounded at once, so each cut is
 simply the ``c``-th smallest upper bound of its row (the value the host scan ends with),
-and only the entries under the final cuts travel back.
+and only the entries under the final cuts travel back, with their keys (the host never
+needs the datastore's float32 keys on this path).
 """
 
 from __future__ import annotations
@@ -43,17 +44,30 @@ class DeviceIndex:
 
     @classmethod
     def of(
-        cls, device: torch.device, *, keys: np.ndarray, norms: np.ndarray, key_margin: np.ndarray,
-        representative: np.ndarray, token_class: np.ndarray, piece_class: np.ndarray,
+        cls, device: torch.device, *, keys: np.ndarray, representative: np.ndarray, token_class: np.ndarray,
+        piece_class: np.ndarray, margin: tuple[float, float], norms: np.ndarray | None = None,
     ) -> DeviceIndex:
-        """Copy the arrays to ``device`` (once per datastore)."""
+        """Copy the arrays to ``device`` (once per datastore). ``keys``: the float32 keys, or
+        the float16 rows they are widened from (half the bytes to copy; widening is exact);
+        either way each entry then takes its representative's row, as the host's keys do
+        (``Datastore``). ``norms``: the keys' squared norms, computed there when None (any
+        rounding: the margin covers it). ``margin``: ``_preselect_margin``'s ``(rel, abs)``;
+        each entry's margin term is ``rel |k|^2 + abs`` with its representative's norm."""
 
         def put(a: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
+        representative_on_device = put(representative)
+        keys_on_device = put(keys).float().index_select(0, representative_on_device)
+        if norms is None:
+            norms_on_device = torch.einsum("nd,nd->n", keys_on_device, keys_on_device)
+        else:
+            norms_on_device = put(norms)
+        rel, absolute = margin
+        key_margin = norms_on_device.double().index_select(0, representative_on_device) * rel + absolute
         token = put(token_class)
         piece = token if piece_class is token_class else put(piece_class)
-        return cls(put(keys), put(norms), put(key_margin), put(representative), token, piece)
+        return cls(keys_on_device, norms_on_device, key_margin, representative_on_device, token, piece)
 
     @property
     def device(self) -> torch.device:
@@ -61,15 +75,14 @@ class DeviceIndex:
 
 
 def device_candidates(
-    index: DeviceIndex, keys: np.ndarray, rel: float, q: np.ndarray, q_norms: np.ndarray, classes: np.ndarray,
+    index: DeviceIndex, rel: float, q: np.ndarray, q_norms: np.ndarray, classes: np.ndarray,
     use_piece: np.ndarray, n_match: int, d_out: np.ndarray, i_out: np.ndarray,
 ) -> None:
     """Write each query's players into ``d_out, i_out`` (shape ``(T, m)``), as
     ``Datastore.game_candidates`` defines them: its ``n_match`` nearest entries of its class
     (piece class where ``use_piece``), then its nearest others up to ``m``, by float64
-    distance then index. ``keys`` (the host copy) measure the survivors exactly; ``rel`` is
-    the relative part of the margin (``_preselect_margin``); ``q`` is float32, ``q_norms``
-    its squared norms as the host search computes them."""
+    distance then index. ``rel`` is the relative part of the margin (``_preselect_margin``);
+    ``q`` is float32, ``q_norms`` its squared norms as the host search computes them."""
     t_rows, m = d_out.shape
     n_entries = index.keys.shape[0]
     if not t_rows or not m:
@@ -112,10 +125,12 @@ def device_candidates(
             keep = ~(lo > near_cut[:, None]) | keep_match
             rows, kept = keep.nonzero(as_tuple=True)  # row-major: grouped by row, entries ascending
             kept_lo, kept_same = lo[rows, kept], same[rows, kept]
+            kept_keys = index.keys.index_select(0, kept)  # measured exactly on the host, as its own keys
             counts = torch.bincount(rows, minlength=b - a)
             row_starts = np.zeros(b - a + 1, dtype=np.int64)
             np.cumsum(counts.cpu().numpy(), out=row_starts[1:])
             measure_kept_rows(
-                q[a:b], keys, row_starts, kept.cpu().numpy(), kept_lo.cpu().numpy(), kept_same.cpu().numpy(),
-                near_cut.cpu().numpy(), match_cut.cpu().numpy(), n_match, d_out[a:b], i_out[a:b],
+                q[a:b], kept_keys.cpu().numpy(), row_starts, kept.cpu().numpy(), kept_lo.cpu().numpy(),
+                kept_same.cpu().numpy(), near_cut.cpu().numpy(), match_cut.cpu().numpy(), n_match, d_out[a:b],
+                i_out[a:b],
             )

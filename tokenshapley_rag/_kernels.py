@@ -264,10 +264,11 @@ def merge_players(match_d, match_i, n_same, near_d, near_i, n_near, d_out, i_out
 
 
 @numba.njit(cache=True, nogil=True)
-def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out):
-    """The exact end of both scans: the kept entries still under the final cuts measured in
-    float64 (:func:`exact_d2`), the matched ones (``kept_same``) and the nearest listed apart,
-    then merged (:func:`merge_players`). Returns the number of players written."""
+def measure_players(q, keys, key_rows, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out):
+    """The exact end of the scans: the kept entries still under the final cuts measured in
+    float64 (:func:`exact_d2`; ``kept[c]``'s key is ``keys[key_rows[c]]``), the matched ones
+    (``kept_same``) and the nearest listed apart, then merged (:func:`merge_players`).
+    Returns the number of players written."""
     m = d_out.shape[0]
     near_d = np.empty(m)
     near_i = np.empty(m, np.int64)
@@ -281,7 +282,7 @@ def measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_c
         in_near = not lo > near_cut
         in_match = n_match > 0 and not lo > match_cut and kept_same[c]
         if in_near or in_match:
-            x = exact_d2(q, keys[j])
+            x = exact_d2(q, keys[key_rows[c]])
             if in_match:
                 n_same = insert(match_d, match_i, n_same, x, j)
             if in_near:
@@ -342,7 +343,7 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
             n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
     # The matched players, then the nearest others until there are m (the m nearest are m
     # distinct entries, so there always are), all in (distance, index) order.
-    measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
+    measure_players(q, keys, kept, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -362,15 +363,18 @@ def scan_rows_serial(partial, q_norms, q, keys, key_margin, rel, representative,
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def measure_kept_rows(q, keys, row_starts, kept, kept_lo, kept_same, near_cuts, match_cuts, n_match, d_out, i_out):
+def measure_kept_rows(q, kept_keys, row_starts, kept, kept_lo, kept_same, near_cuts, match_cuts, n_match, d_out,
+                      i_out):
     """The exact end of the device search (``_device_search``): row ``t``'s kept entries
-    ``kept[row_starts[t]:row_starts[t + 1]]`` (their lower bounds and whether they carry the
-    row's class beside them) measured and merged by :func:`measure_players` under the
-    row's final cuts, which the device computed over every entry at once."""
+    ``kept[row_starts[t]:row_starts[t + 1]]`` (their keys at the same rows of ``kept_keys``,
+    their lower bounds and whether they carry the row's class beside them) measured and
+    merged by :func:`measure_players` under the row's final cuts, which the device computed
+    over every entry at once."""
+    rows = np.arange(kept.shape[0])
     for t in numba.prange(q.shape[0]):
         a, b = row_starts[t], row_starts[t + 1]
-        measure_players(q[t], keys, kept[a:b], kept_lo[a:b], kept_same[a:b], b - a, near_cuts[t], match_cuts[t],
-                        n_match, d_out[t], i_out[t])
+        measure_players(q[t], kept_keys, rows[a:b], kept[a:b], kept_lo[a:b], kept_same[a:b], b - a, near_cuts[t],
+                        match_cuts[t], n_match, d_out[t], i_out[t])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -586,7 +590,7 @@ def probe_row(q, q_norm, keys, norms, key_margin, rel, representative, classes, 
                 n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
                 if same:
                     n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
-    return measure_players(q, keys, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
+    return measure_players(q, keys, kept, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
