@@ -55,6 +55,18 @@ commands, run from the repository root with ``.gpu/common`` and a model part car
     # device: run1.sh carrying .gpu/common + .gpu/m1 (57 MB), then at once run2.sh carrying
     # .gpu/common + .gpu/m2 (it finds m1 in /tmp of the still warm machine), run3.sh later.
 
+On a lent H200 (``benchmarks/gpu_runs/run{4,5,6}.sh``, docs/reports/performance.md, "One
+NVIDIA H200"): the repository itself travels, so only ``.gpu/common`` (the QuoteSum, VeriGran
+and NQ dev files, gzipped) and a model part are carried; ``run5.sh`` must reach the still warm
+machine right after ``run4.sh``.
+
+``long`` measures the device search on long contexts (one QuoteSum answer padded with NQ
+passages): the candidate search alone on the device against the host's, the warm
+``attribute()`` of a new source list with the datastore built for the device against for the
+host, cold seconds with peak GPU memory, and whether the two searches give identical results
+on QuoteSum and VeriGran answers. With ``--device cpu`` it is a dry run of the device path on
+torch's CPU.
+
 ``compare`` checks two encoders give the same attributions (here: 9-block vs 30-block, CPU
 vs CUDA); ``probe`` exercises other code paths on a device (packed encoding per dtype,
 first-time vs repeated shapes, ``stream()`` vs ``attribute()``, the chat app's
