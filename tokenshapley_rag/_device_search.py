@@ -60,7 +60,7 @@ class DeviceIndex:
         representative_on_device = put(representative)
         keys_on_device = put(keys).float().index_select(0, representative_on_device)
         if norms is None:
-            norms_on_device = torch.einsum("nd,nd->n", keys_on_device, keys_on_device)
+            norms_on_device = _squared_norms(keys_on_device)
         else:
             norms_on_device = put(norms)
         rel, absolute = margin
@@ -72,6 +72,18 @@ class DeviceIndex:
     @property
     def device(self) -> torch.device:
         return self.keys.device
+
+
+def _squared_norms(keys: torch.Tensor, rows_per_chunk: int = 1 << 14) -> torch.Tensor:
+    """Each row's squared norm, summed in float64 and rounded once to float32: a float32
+    product here could run in TF32 or bfloat16 (torch's matmul precision), which the
+    search's margin does not cover; float64 arithmetic never does. In chunks of rows, to
+    bound the float64 copy's memory."""
+    out = torch.empty(keys.shape[0], dtype=torch.float32, device=keys.device)
+    for a in range(0, keys.shape[0], rows_per_chunk):
+        chunk = keys[a : a + rows_per_chunk].double()
+        out[a : a + rows_per_chunk] = chunk.mul_(chunk).sum(dim=1)
+    return out
 
 
 def device_candidates(
