@@ -59,6 +59,14 @@ def _oracle(store, queries, classes, pieces, m, n_match):
         store.sentences_holding(classes, pieces)
 
 
+def _on_device(store, device="cpu"):
+    """The same datastore searched by the device path (:mod:`._device_search`), here with
+    torch's CPU as the device: the plumbing and the arithmetic a GPU runs, on any machine."""
+    twin = store.searched_on_host()
+    twin.search_device = torch.device(device)
+    return twin
+
+
 def _mirror_queries(store, rng, n):
     """Queries halfway between two random keys: both at the same distance in exact
     arithmetic (and in float64 when the midpoint is a float32, which it usually is), which
@@ -76,7 +84,8 @@ def _mirror_queries(store, rng, n):
     mixed=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_game_candidates_equal_the_mask_based_searches(sizes, copies, n_queries, m, mixed, seed):
+@pytest.mark.parametrize("on_device", [False, True], ids=["host", "device"])
+def test_game_candidates_equal_the_mask_based_searches(on_device, sizes, copies, n_queries, m, mixed, seed):
     rng = np.random.default_rng(seed)
     token_ids = [rng.integers(0, 12, size=n).astype(np.int64) for n in sizes]
     token_ids += [token_ids[0].copy() for _ in range(copies)]  # equal sentences: exactly tied keys
@@ -89,7 +98,7 @@ def test_game_candidates_equal_the_mask_based_searches(sizes, copies, n_queries,
     classes = rng.integers(0, 4, size=n_queries)
     pieces = rng.random(n_queries) < 0.3
     n_match = min(m, store.size) // 2 if mixed else 0
-    d2, idx, carries = store.game_candidates(queries, classes, m, n_match, pieces)
+    d2, idx, carries = (_on_device(store) if on_device else store).game_candidates(queries, classes, m, n_match, pieces)
     want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
     # Exact equality: both order the same float64 distances (exact_distances, a function
     # of the two vectors' bits) by (distance, index); the scan's float32 pre-selection
@@ -97,7 +106,7 @@ def test_game_candidates_equal_the_mask_based_searches(sizes, copies, n_queries,
     np.testing.assert_array_equal(idx, want_i)
     np.testing.assert_array_equal(d2, want_d)
     np.testing.assert_array_equal(carries, want_carries)
-    if not pieces.any():
+    if not pieces.any() and not on_device:
         # The mask-based searches (the same exact distances, so the same bits).
         mask = store.class_mask(classes)
         old_d, old_i = store.mixed_nearest(queries, m, n_match, mask) if mixed else store.nearest(queries, m)
@@ -498,43 +507,6 @@ def test_device_index_widens_the_float16_rows_as_the_host_does():
     queries = rng.normal(size=(4, 6)).astype(np.float32)
     for a, b in zip(built.game_candidates(queries, np.arange(4), 5, 2), host.game_candidates(queries, np.arange(4), 5, 2)):
         np.testing.assert_array_equal(a, b)
-
-
-def _on_device(store, device="cpu"):
-    """The same datastore searched by the device path (:mod:`._device_search`), here with
-    torch's CPU as the device: the plumbing and the arithmetic a GPU runs, on any machine."""
-    twin = store.searched_on_host()
-    twin.search_device = torch.device(device)
-    return twin
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    sizes=st.lists(st.integers(0, 7), min_size=1, max_size=6),
-    copies=st.integers(0, 3),
-    n_queries=st.integers(1, 7),
-    m=st.integers(1, 12),
-    mixed=st.booleans(),
-    seed=st.integers(0, 2**31 - 1),
-)
-def test_device_search_equals_the_mask_based_searches(sizes, copies, n_queries, m, mixed, seed):
-    rng = np.random.default_rng(seed)
-    token_ids = [rng.integers(0, 12, size=n).astype(np.int64) for n in sizes]
-    token_ids += [token_ids[0].copy() for _ in range(copies)]
-    store = _random_store(rng, token_ids)
-    if not store.size:
-        return
-    queries = (rng.normal(size=(n_queries, 6)) * 3).astype(np.float32)
-    queries[0] = store.keys[0]
-    queries[1:3] = _mirror_queries(store, rng, 2)[: max(0, n_queries - 1)]
-    classes = rng.integers(0, 4, size=n_queries)
-    pieces = rng.random(n_queries) < 0.3
-    n_match = min(m, store.size) // 2 if mixed else 0
-    d2, idx, carries = _on_device(store).game_candidates(queries, classes, m, n_match, pieces)
-    want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
-    np.testing.assert_array_equal(idx, want_i)
-    np.testing.assert_array_equal(d2, want_d)
-    np.testing.assert_array_equal(carries, want_carries)
 
 
 def test_device_search_keeps_the_lowest_of_many_exact_ties():
