@@ -126,3 +126,63 @@ def test_the_service_serves_no_chat_routes(url):
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(f"{url}/")
     assert info.value.code == 404
+
+
+def test_daemon_starts_once_serves_later_calls_and_stops(source_files, cache_root, capsys):
+    # The first --daemon call starts a background service (the model loads there); the
+    # second finds it through the state file and only sends texts; both print what a local
+    # run prints; `daemon stop` ends the process.
+    import os
+    import time
+
+    from tokenshapley_rag._daemon import daemon_folder, daemon_key, find_daemon
+
+    argv = ["attribute", "--daemon", "--cache-dir", str(cache_root), "--query", QUERY, "--source", *source_files,
+            "--response", ANSWER, "--ids-from-names", "--format", "json"]
+    state_file = daemon_folder(cache_root) / f"{daemon_key(['--cache-dir', str(cache_root)])}.json"
+    try:
+        assert main(argv) == 0
+        first = capsys.readouterr()
+        assert "Starting a background attribution service" in first.err
+        assert (state_file.stat().st_mode & 0o777) == 0o600  # it holds the API token
+        daemon = find_daemon(state_file)
+        assert daemon is not None
+        assert main(argv) == 0
+        second = capsys.readouterr()
+        assert "Starting" not in second.err and f"Attributing on {daemon.url}" in second.err
+        assert json.loads(second.out)["citations"] == json.loads(first.out)["citations"]
+        assert main(["attribute", "--cache-dir", str(cache_root), "--query", QUERY, "--source", *source_files,
+                     "--response", ANSWER, "--ids-from-names", "--format", "json"]) == 0
+        local = json.loads(capsys.readouterr().out)
+        assert [(c["text"], c["status"], c["source_id"]) for c in json.loads(first.out)["citations"]] == [
+            (c["text"], c["status"], c["source_id"]) for c in local["citations"]
+        ]
+        # Without its token the service refuses to attribute.
+        with pytest.raises(AttributionServiceError) as refused:
+            attribute_remote(daemon.url, query=QUERY, sources=SOURCES, response=ANSWER)
+        assert refused.value.status == 401
+        assert main(["daemon", "status", "--cache-dir", str(cache_root)]) == 0
+        assert f"pid {daemon.pid}" in capsys.readouterr().out
+    finally:
+        main(["daemon", "stop", "--cache-dir", str(cache_root)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(daemon.pid, 0)
+        except ProcessLookupError:
+            break
+        try:  # our child's zombie, if it is one
+            os.waitpid(daemon.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the background service did not stop")
+    assert not state_file.exists()
+    assert main(["daemon", "status", "--cache-dir", str(cache_root)]) == 3
+
+
+def test_daemon_refuses_a_server_too(source_files, capsys):
+    assert main(["attribute", "--daemon", "--server", "http://127.0.0.1:9", "--query", QUERY, "--source",
+                 *source_files, "--response", ANSWER]) == 2
+    assert "--daemon starts its own service" in capsys.readouterr().err

@@ -63,3 +63,9 @@ def test_attributing_on_a_server_does_not_load_the_engine(tmp_path):
         " '--response', 'It is 330 metres tall.']) == 2"
     )
     assert _imported_after(code) == set()
+
+
+def test_finding_a_background_service_does_not_load_the_engine():
+    """``attribute --daemon`` with its service running only reads, sends and prints."""
+    code = "import tokenshapley_rag.cli, tokenshapley_rag._daemon, tokenshapley_rag._client"
+    assert _imported_after(code) == set()

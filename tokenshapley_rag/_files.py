@@ -1,4 +1,5 @@
-"""Crash-safe file handling: atomic writes, fsync, an exclusive lock, file hashes.
+"""Crash-safe file handling: atomic writes, fsync, an exclusive lock, file hashes, and
+where the cache lives.
 
 Nothing here knows about models. A file written with :func:`write_bytes_atomic`
 is either the old one or the complete new one, never a mix: the bytes go into a
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "default_cache_dir",
     "discard",
     "exclusive_lock",
     "file_sha256",
@@ -177,3 +179,25 @@ def file_sha256(path: Path, cache: Path) -> str:
             {"path": str(real), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha},
         )
     return sha
+
+
+def default_cache_dir() -> Path:
+    """Return the directory where converted models and file hashes are cached.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$TOKENSHAPLEY_CACHE`` if that environment variable is set and non-empty,
+        otherwise ``~/.cache/tokenshapley-rag``. The directory is not created here.
+
+    Examples
+    --------
+    >>> from unittest import mock
+    >>> with mock.patch.dict("os.environ", {"TOKENSHAPLEY_CACHE": "/tmp/ts-cache"}):
+    ...     str(default_cache_dir())
+    '/tmp/ts-cache'
+    """
+    env = os.environ.get("TOKENSHAPLEY_CACHE", "").strip()
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "tokenshapley-rag"

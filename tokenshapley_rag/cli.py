@@ -65,14 +65,14 @@ def _check_no_engine_options(args: argparse.Namespace) -> None:
         )
 
 
-def _attribute_on_server(server: str, args: argparse.Namespace, query: str, sources: list[Any], response: str) -> int:
-    """Send the texts to the attribution service and write what it answers: the same
-    markdown, JSON or HTML a local run writes, without loading torch or the model here."""
-    from tokenshapley_rag._client import ACCEPT, attribute_remote, service_url
+def _attribute_on_server(
+    base: str, token: str | None, args: argparse.Namespace, query: str, sources: list[Any], response: str
+) -> int:
+    """Send the texts to the attribution service at ``base`` and write what it answers: the
+    same markdown, JSON or HTML a local run writes, without loading torch or the model here."""
+    from tokenshapley_rag._client import ACCEPT, attribute_remote
 
-    base = service_url(server, "--server" if args.server else "$TOKENSHAPLEY_SERVER")
     _status(f"Attributing on {base} ...")
-    token = args.api_token or os.environ.get("TOKENSHAPLEY_API_TOKEN") or None
     text = attribute_remote(base, query=query, sources=sources, response=response, accept=ACCEPT[args.format], token=token)
     if args.format == "json":  # laid out as a local run lays it out
         text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
@@ -93,6 +93,8 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
     from tokenshapley_rag._types import Source
 
     server = args.server or os.environ.get("TOKENSHAPLEY_SERVER") or None
+    if server and args.daemon:
+        raise InvalidInputError("--daemon starts its own service: it cannot be used with --server or $TOKENSHAPLEY_SERVER")
     if server:
         _check_no_engine_options(args)
     sources = []
@@ -105,7 +107,16 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
     # Every input is read and checked before the model loads: bad text fails in a moment.
     query, response = _read_text_arg(args.query, "--query"), _read_text_arg(args.response, "--response")
     if server:
-        return _attribute_on_server(server, args, query, sources, response)
+        from tokenshapley_rag._client import service_url
+
+        base = service_url(server, "--server" if args.server else "$TOKENSHAPLEY_SERVER")
+        token = args.api_token or os.environ.get("TOKENSHAPLEY_API_TOKEN") or None
+        return _attribute_on_server(base, token, args, query, sources, response)
+    if args.daemon:
+        from tokenshapley_rag._daemon import daemon_for
+
+        daemon = daemon_for(serve_options(args), cache_dir=args.cache_dir, status=_status)
+        return _attribute_on_server(daemon.url, daemon.token, args, query, sources, response)
     ts = _engine(args)
     _check_source_files(ts, sources, args.source)  # over a size limit: refused before any encoding
     _status("Encoding the sources (sentence keys are cached for next time) ...")
@@ -212,11 +223,54 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return _serve_http(args, "run_service", "the service")
 
 
+def _cmd_daemon(args: argparse.Namespace) -> int:
+    from tokenshapley_rag._daemon import daemon_folder, daemon_key, find_daemon, stop_daemon
+
+    options = serve_options(args)
+    if args.action == "stop":
+        stopped = stop_daemon(options, cache_dir=args.cache_dir)
+        _status("Stopped the background service." if stopped else "No background service runs with these options.")
+        return 0
+    daemon = find_daemon(daemon_folder(args.cache_dir) / f"{daemon_key(options)}.json")
+    if daemon is None:
+        print("not running")
+        return 3
+    print(f"running: pid {daemon.pid}, {daemon.url}")
+    return 0
+
+
+def serve_options(args: argparse.Namespace) -> list[str]:
+    """The engine options of ``args`` that differ from the defaults, as ``tokenshapley
+    serve`` arguments, in a fixed order (``--daemon`` starts its service with them, and
+    they name it)."""
+    out: list[str] = []
+    for name, default in ENGINE_DEFAULTS.items():
+        value = getattr(args, name)
+        if value == default:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        out += [flag] if isinstance(value, bool) else [flag, str(value)]
+    for key, value in limit_options(args).items():
+        out += [f"--{key.replace('_', '-')}", str(value or 0)]
+    return out
+
+
 #: The engine options and their defaults (``--server`` refuses any other value of them).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "model": None, "layer": DEFAULT_LAYER, "k": 1, "m": 10, "dtype": "float32", "cache_dir": None, "device": "cpu",
     "no_disk_cache": False,
 }
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse ``type``: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value:g}")
+    return value
 
 
 def _add_server_options(p: argparse.ArgumentParser, *, port: int, token_env: str, token_note: str = "") -> None:
@@ -246,7 +300,8 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=d["cache_dir"], help="model and datastore cache (default $TOKENSHAPLEY_CACHE or ~/.cache/tokenshapley-rag)")
     p.add_argument(
         "--device", default=d["device"],
-        help="where the encoder runs: cpu (default), cuda, cuda:1, mps; search and Shapley values stay on the CPU",
+        help="where the encoder runs: cpu (default), cuda, cuda:1, mps; on CUDA a context over 2,048 tokens is "
+        "searched there too; the Shapley values stay on the CPU",
     )
     p.add_argument(
         "--no-disk-cache", action="store_true",
@@ -274,9 +329,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-token", default=None, metavar="TOKEN",
         help="with --server: the service's API token (default $TOKENSHAPLEY_API_TOKEN)",
     )
+    p.add_argument(
+        "--daemon", action="store_true",
+        help="attribute on a background service for these engine options, started by the first such call "
+        "(it loads the model once; later calls take about the time of the attribution) and stopped after "
+        "15 minutes without a request, or by `tokenshapley daemon stop`",
+    )
     _add_engine_options(p)
     add_limit_options(p)
     p.set_defaults(func=_cmd_attribute)
+
+    p = sub.add_parser("daemon", help="the background service of `attribute --daemon` for these engine options")
+    p.add_argument("action", choices=["status", "stop"], help="status: is it running (exit 3 when not); stop: stop it")
+    _add_engine_options(p)
+    add_limit_options(p)
+    p.set_defaults(func=_cmd_daemon)
 
     p = sub.add_parser(
         "serve",
@@ -284,6 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
         "`tokenshapley attribute --server` calls and other programs",
     )
     _add_server_options(p, port=8765, token_env="TOKENSHAPLEY_API_TOKEN")
+    p.add_argument(
+        "--idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+        help="stop after this many seconds without a request (default: serve until interrupted)",
+    )
     _add_engine_options(p)
     add_limit_options(p)
     p.set_defaults(func=_cmd_serve)

@@ -97,7 +97,8 @@ class ModelNotFoundError(ModelLoadError):
 class AttributionServiceError(TokenShapleyError, OSError):
     """The attribution service (``tokenshapley serve``) could not be reached, or refused a
     request. ``status`` is the HTTP status (None when no server answered), ``code`` the
-    service's error code (``"unreachable"`` when none answered, else e.g.
+    service's error code (``"unreachable"`` when none answered, ``"daemon_failed"`` when a
+    background service started for ``--daemon`` did not come up, else e.g.
     ``"context_too_large"``), ``field`` the request field at fault when the service names one.
 
     Examples

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tokenshapley_rag._files import default_cache_dir
 from tokenshapley_rag._models.checks import (
     check_fast_tokenizer,
     dimensions,
@@ -68,28 +69,6 @@ if TYPE_CHECKING:  # importing transformers takes seconds; only the loaders need
     import transformers
 
 __all__ = ["LoadedModel", "default_cache_dir", "load_causal_lm"]
-
-
-def default_cache_dir() -> Path:
-    """Return the directory where converted models and file hashes are cached.
-
-    Returns
-    -------
-    pathlib.Path
-        ``$TOKENSHAPLEY_CACHE`` if that environment variable is set and non-empty,
-        otherwise ``~/.cache/tokenshapley-rag``. The directory is not created here.
-
-    Examples
-    --------
-    >>> from unittest import mock
-    >>> with mock.patch.dict("os.environ", {"TOKENSHAPLEY_CACHE": "/tmp/ts-cache"}):
-    ...     str(default_cache_dir())
-    '/tmp/ts-cache'
-    """
-    env = os.environ.get("TOKENSHAPLEY_CACHE", "").strip()
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "tokenshapley-rag"
 
 
 @dataclass(frozen=True, eq=False)

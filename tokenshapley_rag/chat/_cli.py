@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -93,7 +95,50 @@ def run_service(args: argparse.Namespace, make_engine: Callable[[argparse.Namesp
     ts = make_engine(args)
     warm_up(ts)
     app = create_service(ts, config=ChatConfig(allowed_hosts=hosts, api_token=token))
-    print(f"Serving attribution on http://{args.host}:{args.port}/attribute (Ctrl+C stops); "
+    idle = getattr(args, "idle_timeout", None)
+    stop = f"; it stops after {idle:g} s without a request" if idle else " (Ctrl+C stops)"
+    print(f"Serving attribution on http://{args.host}:{args.port}/attribute{stop}; "
           f"`tokenshapley attribute --server http://{args.host}:{args.port} ...` uses it", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if not idle:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    watched = IdleWatch(app)
+    server = uvicorn.Server(uvicorn.Config(watched, host=args.host, port=args.port, log_level="warning"))
+    threading.Thread(target=watched.stop_when_idle, args=(server, idle), daemon=True).start()
+    server.run()
     return 0
+
+
+class IdleWatch:
+    """An ASGI app around ``app`` that notes when the last HTTP request began and ended, so
+    a service started for a command line (``tokenshapley attribute --daemon``) can stop
+    itself when no one has used it for a while instead of running until the machine stops."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last = time.monotonic()
+        self.active = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.active += 1
+        self.last = time.monotonic()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+            self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last request ended (0 while one runs)."""
+        return 0.0 if self.active else time.monotonic() - self.last
+
+    def stop_when_idle(self, server: Any, seconds: float, poll: float = 1.0) -> None:
+        """Ask ``server`` (a ``uvicorn.Server``) to exit once no request came for ``seconds``."""
+        while not server.should_exit:
+            if self.idle_for() >= seconds:
+                server.should_exit = True
+                return
+            time.sleep(min(poll, seconds))
