@@ -92,3 +92,23 @@ def test_device_search_gives_the_host_attribution(ts, monkeypatch) -> None:
     finally:
         builder.forget()
     assert device == host
+
+
+def test_warmup_compiles_the_device_search_with_a_device_encoder(ts, monkeypatch) -> None:
+    from tokenshapley_rag import _kernels
+    from tokenshapley_rag._warmup import warm_up
+
+    builder = ts.pipeline.builder
+    monkeypatch.setattr(builder, "search_device", torch.device("cpu"))
+    searched = []
+    real = _kernels.measure_kept_rows
+    monkeypatch.setattr("tokenshapley_rag._device_search.measure_kept_rows",
+                        lambda *a: searched.append(a[0].shape) or real(*a))
+    try:
+        report = warm_up(ts)
+    finally:
+        builder.forget()
+    assert report.n_citations > 0 and searched == [(2, builder.encoder.loaded.model.config.hidden_size)]
+    from tokenshapley_rag._defaults import DEVICE_SEARCH_ABOVE
+
+    assert builder.device_search_above == DEVICE_SEARCH_ABOVE  # put back

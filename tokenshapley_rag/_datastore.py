@@ -118,9 +118,11 @@ class Datastore:
         Lists probed per query on the approximate path.
     search_device : torch.device or None
         Where :meth:`game_candidates` runs its exact search: None, the host (the compiled
-        scan above); a device (the encoder's GPU), the keys are copied there at the first
-        search and each block of queries is bounded there (:mod:`._device_search`), with
-        the same players, bit for bit. It takes precedence over ``quantiser``.
+        scan above); a device (the encoder's GPU), the float16 keys are copied there when
+        the datastore is built (no float32 copy is made on the host unless a host search
+        asks for :attr:`keys`) and each block of queries is bounded there
+        (:mod:`._device_search`), with the same players, bit for bit. It takes precedence
+        over ``quantiser``.
     """
 
     def __init__(
@@ -190,6 +192,11 @@ class Datastore:
             _copy_representatives(keys, self._representative)
             self._keys, self._stacked = keys, None
         return self._keys
+
+    @property
+    def keys_width(self) -> int:
+        """The keys' (and queries') width: the encoder's hidden size."""
+        return self._width
 
     @property
     def approximate(self) -> bool:
