@@ -59,9 +59,13 @@ def _oracle(store, queries, classes, pieces, m, n_match):
         store.sentences_holding(classes, pieces)
 
 
+_NEEDS_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+
+
 def _on_device(store, device="cpu"):
-    """The same datastore searched by the device path (:mod:`._device_search`), here with
-    torch's CPU as the device: the plumbing and the arithmetic a GPU runs, on any machine."""
+    """The same datastore searched by the device path (:mod:`._device_search`), by default
+    with torch's CPU as the device: the plumbing and the arithmetic a GPU runs, on any
+    machine (the tests marked for CUDA run it on a GPU where there is one)."""
     twin = store.searched_on_host()
     twin.search_device = torch.device(device)
     return twin
@@ -84,8 +88,8 @@ def _mirror_queries(store, rng, n):
     mixed=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
 )
-@pytest.mark.parametrize("on_device", [False, True], ids=["host", "device"])
-def test_game_candidates_equal_the_mask_based_searches(on_device, sizes, copies, n_queries, m, mixed, seed):
+@pytest.mark.parametrize("where", ["host", "cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+def test_game_candidates_equal_the_mask_based_searches(where, sizes, copies, n_queries, m, mixed, seed):
     rng = np.random.default_rng(seed)
     token_ids = [rng.integers(0, 12, size=n).astype(np.int64) for n in sizes]
     token_ids += [token_ids[0].copy() for _ in range(copies)]  # equal sentences: exactly tied keys
@@ -98,7 +102,8 @@ def test_game_candidates_equal_the_mask_based_searches(on_device, sizes, copies,
     classes = rng.integers(0, 4, size=n_queries)
     pieces = rng.random(n_queries) < 0.3
     n_match = min(m, store.size) // 2 if mixed else 0
-    d2, idx, carries = (_on_device(store) if on_device else store).game_candidates(queries, classes, m, n_match, pieces)
+    searched = store if where == "host" else _on_device(store, where)
+    d2, idx, carries = searched.game_candidates(queries, classes, m, n_match, pieces)
     want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
     # Exact equality: both order the same float64 distances (exact_distances, a function
     # of the two vectors' bits) by (distance, index); the scan's float32 pre-selection
@@ -106,7 +111,7 @@ def test_game_candidates_equal_the_mask_based_searches(on_device, sizes, copies,
     np.testing.assert_array_equal(idx, want_i)
     np.testing.assert_array_equal(d2, want_d)
     np.testing.assert_array_equal(carries, want_carries)
-    if not pieces.any() and not on_device:
+    if not pieces.any() and where == "host":
         # The mask-based searches (the same exact distances, so the same bits).
         mask = store.class_mask(classes)
         old_d, old_i = store.mixed_nearest(queries, m, n_match, mask) if mixed else store.nearest(queries, m)
@@ -520,7 +525,8 @@ def test_device_search_keeps_the_lowest_of_many_exact_ties():
     assert idx[0].tolist() == [1 + 3 * c for c in range(10)] and not carries.any()
 
 
-def test_device_search_is_the_host_search_for_any_block(monkeypatch):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+def test_device_search_is_the_host_search_for_any_block(device, monkeypatch):
     from tokenshapley_rag import _device_search
 
     rng = np.random.default_rng(11)
@@ -532,7 +538,7 @@ def test_device_search_is_the_host_search_for_any_block(monkeypatch):
     want = store.game_candidates(queries, classes, 9, 4, pieces)
     for cells in (1, store.size * 7, 1 << 23):  # one query a block, several, all
         monkeypatch.setattr(_device_search, "_DEVICE_BLOCK_CELLS", cells)
-        for got, expected in zip(_on_device(store).game_candidates(queries, classes, 9, 4, pieces), want):
+        for got, expected in zip(_on_device(store, device).game_candidates(queries, classes, 9, 4, pieces), want):
             np.testing.assert_array_equal(got, expected)
 
 
@@ -557,3 +563,22 @@ def test_device_search_steps_aside_when_torch_may_round_float32_products_lower(m
         np.testing.assert_array_equal(a, b)
     store.game_candidates(queries, np.array([0, 1, 2]), 4, 2)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+def test_device_search_on_wide_keys_equals_the_host_search(device):
+    # The encoder's width (576) and magnitudes, many shared prefixes and mirror ties: the
+    # float32 products round differently on the device (another BLAS, other blocks), and
+    # the players must still be the host's, bit for bit.
+    rng = np.random.default_rng(12)
+    token_ids = [rng.integers(0, 40, size=int(n)).astype(np.int64) for n in rng.integers(1, 30, size=150)]
+    token_ids += [ids.copy() for ids in token_ids[:40]]
+    store = _random_store(rng, token_ids, hidden=576, n_classes=9, scale=8.0)
+    queries = np.concatenate([(rng.normal(size=(48, 576)) * 8).astype(np.float32), _mirror_queries(store, rng, 16),
+                              store.keys[rng.integers(0, store.size, size=8)]])
+    classes = rng.integers(0, 9, size=len(queries))
+    pieces = rng.random(len(queries)) < 0.25
+    want = store.game_candidates(queries, classes, 10, 5, pieces)
+    got = _on_device(store, device).game_candidates(queries, classes, 10, 5, pieces)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
