@@ -92,8 +92,10 @@ class Pipeline:
         """Step 3: the result of ``response`` from its token game ``values`` (``config`` is
         recorded in it)."""
         with step("assemble"):
+            with step("sentence_facts"):
+                facts = [self.sentence_facts(r.text) for r in store.sentences]
             return assemble_citations(
-                query, response, sources, store, tokens, values, [self.sentence_facts(r.text) for r in store.sentences],
+                query, response, sources, store, tokens, values, facts,
                 verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
                 support_threshold=self.support_threshold, config=config,
             )
