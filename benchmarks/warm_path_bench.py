@@ -103,7 +103,8 @@ def compare(outs: list[dict]) -> None:
     steps = ["total", "encode_answer", "segment", "sentence_classes", "index", "answer_classes", "candidates",
              "games", "assemble", *[k for k in NESTED if NESTED[k] == "assemble"], "outside"]
     for size in sizes:
-        print(f"\n{size:,} context tokens: median ms ({', '.join(f'{lab}: {len(by_label[lab].get(size, []))} calls' for lab in labels)})\n")
+        calls = ", ".join(f"{lab}: {len(by_label[lab].get(size, []))} calls" for lab in labels)
+        print(f"\n{size:,} context tokens: median ms ({calls})\n")
         print("| step | " + " | ".join(labels) + " |")
         print("|---|" + "---|" * len(labels))
         for s in steps:

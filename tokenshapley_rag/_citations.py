@@ -21,7 +21,7 @@ from tokenshapley_rag._support import (
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
     SentenceFacts,
-    holding_mask,
+    holding_masks,
     is_name,
     keyword_facts,
     keyword_status,
@@ -68,12 +68,14 @@ def assemble_citations(
     context_scale: float,
     support_threshold: float | None,
     config: Mapping[str, Any],
+    normalized: Sequence[str] | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
-    source. ``facts``: :func:`sentence_facts` of each datastore sentence. The parameters
-    are :class:`TokenShapley`'s; ``config`` is recorded in the result."""
+    source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
+    optionally, their :func:`normalize_text` (else computed here). The parameters are
+    :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
     keywords = find_keywords(response)
     token_kw = assign_tokens(answer_tokens.offsets, keywords)
@@ -96,15 +98,16 @@ def assemble_citations(
         retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
         cited = [(Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)]
         kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
-        held = (
-            np.array([holding_mask(kf, facts, sentence_document) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
-        )
+        held = holding_masks(kfacts, facts, sentence_document)
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
     word_for_word = sentence_texts = None
     with step("verbatim"):
         if verbatim and n_sent and cited:
-            sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
+            sentence_texts = (
+                SentenceTexts.of([r.text for r in store.sentences]) if normalized is None
+                else SentenceTexts.joined(normalized)
+            )
             word_for_word = store.sentences_with_sequences([classes[members] for _, members in cited])
             word_for_word |= sentence_texts.holding_many([kw.text for kw, _ in cited])
             for r, (kw, _) in enumerate(cited):
@@ -172,12 +175,14 @@ def assemble_citations(
     with step("scores"):
         totals = scores.sum(axis=0) if n_sent else np.zeros(0)
         keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
-        source_scores = {s.id: 0.0 for s in sources}
-        sentence_scores = []
-        for rec, total, keyword_total in zip(store.sentences, totals.tolist(), keyword_totals.tolist()):
-            sid = sources[rec.source_index].id
-            source_scores[sid] += total
-            sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, total, keyword_total))
+        ids = [s.id for s in sources]
+        # Each source's sentences summed in their order, as adding them one by one does
+        # (np.bincount accumulates its weights in index order).
+        source_scores = dict(zip(ids, np.bincount(sentence_source, totals, minlength=len(sources)).tolist()))
+        sentence_scores = [
+            SentenceScore(ids[rec.source_index], rec.sentence_index, rec.text, rec.start, rec.end, total, keyword_total)
+            for rec, total, keyword_total in zip(store.sentences, totals.tolist(), keyword_totals.tolist())
+        ]
         token_scores = TokenScores(
             texts=[response[a:b] for a, b in answer_tokens.offsets.tolist()],
             offsets=answer_tokens.offsets.copy(),
@@ -267,11 +272,12 @@ def keyword_statuses(
         a, b = cited[r - 1][0], cited[r][0]
         if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
             group[r] = group[r - 1]
+    held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
             o for o in range(n_kw)
             if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
-            and held_by_document[o].any()
+            and held_anywhere[o]
         ]
         subject_sources = None
         the_subject = subject.get(kw_sentence[r])

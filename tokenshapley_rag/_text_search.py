@@ -86,13 +86,20 @@ class SentenceTexts:
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> SentenceTexts:
-        parts, starts, at = [], [], 0
-        for t in texts:
-            norm = normalize_text(t)
-            starts.append(at)
-            parts.append(norm)
-            at += len(norm) + 1  # "\n" between sentences: a phrase never spans two
-        return cls("\n".join(parts), np.asarray(starts, dtype=np.int64))
+        return cls.joined([normalize_text(t) for t in texts])
+
+    @classmethod
+    def joined(cls, normalized: Sequence[str]) -> SentenceTexts:
+        """From the sentences already normalized (:func:`normalize_text`; a caller that
+        remembers them per sentence skips the normalization, most of :meth:`of`).
+
+        >>> SentenceTexts.joined(["a b.", "c."]).starts.tolist()
+        [0, 5]
+        """
+        lengths = np.fromiter((len(t) + 1 for t in normalized), dtype=np.int64, count=len(normalized))
+        starts = np.zeros(len(normalized), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])  # "\n" between sentences: a phrase never spans two
+        return cls("\n".join(normalized), starts)
 
     def holding_many(self, phrases: Sequence[str]) -> np.ndarray:
         """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase.
