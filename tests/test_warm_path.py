@@ -146,3 +146,38 @@ def test_sentence_texts_joined_from_normalized_texts_equal_of():
         assert joined.text == of.text and joined.starts.tolist() == of.starts.tolist()
     found = SentenceTexts.joined([normalize_text(t) for t in texts]).holding("text")
     assert found.tolist() == [False, True, False, False]
+
+
+def test_sentence_score_rows_equal_the_constructors_objects():
+    import dataclasses
+
+    from tokenshapley_rag._citations import SENTENCE_SCORE_FIELDS, sentence_score_rows
+    from tokenshapley_rag._datastore import SentenceRecord
+    from tokenshapley_rag._types import SentenceScore
+
+    assert SENTENCE_SCORE_FIELDS == tuple(f.name for f in dataclasses.fields(SentenceScore))
+    records = [SentenceRecord(0, 0, 0, 12, "Paris is big."), SentenceRecord(1, 2, 30, 41, "It is old.")]
+    rows = sentence_score_rows(["a", "b"], records, [0.25, -1.5], [0.0, 2.0])
+    want = [
+        SentenceScore("a", 0, "Paris is big.", 0, 12, 0.25, 0.0), SentenceScore("b", 2, "It is old.", 30, 41, -1.5, 2.0)
+    ]
+    assert rows == want and [r.to_dict() for r in rows] == [w.to_dict() for w in want]
+    assert hash(rows[1]) == hash(want[1]) and type(rows[0]) is SentenceScore
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].score = 1.0
+    assert sentence_score_rows([], [], [], []) == []
+
+
+def test_holding_within_some_sentences_is_holding_restricted_to_them():
+    texts = SentenceTexts.of(SENTENCES)
+    rng = np.random.default_rng(1)
+    phrases = [t for t, _ in KEYWORDS[::5]] + ["the", "1,535 miles", "Curie", "IPL", ""]
+    full = texts.holding_many(phrases)
+    assert full.sum() > 100
+    within = [None if i % 3 == 0 else rng.random(len(SENTENCES)) < 0.3 for i in range(len(phrases))]
+    got = texts.holding_many(phrases, within)
+    for r, mask in enumerate(within):
+        np.testing.assert_array_equal(got[r], full[r] if mask is None else full[r] & mask)
+    last = np.zeros(len(SENTENCES), dtype=bool)
+    last[-1] = True  # the last sentence has no "\n" after it
+    assert texts.holding_many(["Nobel Prize in 1903"], [last]).tolist() == [last.tolist()]
