@@ -13,7 +13,6 @@ from tokenshapley_rag import _support
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._segment import find_keywords, split_sentences
 from tokenshapley_rag._support import (
-    FactKeys,
     FactTable,
     fact_keys,
     holding_mask,
@@ -93,9 +92,7 @@ def test_fact_keys_and_the_table():
     assert keys.dtype == np.uint32 and np.array_equal(keys, f.keys)
     assert len(keys) == len(f.numbers) + len(f.months) + len(f.words) + len(f.stems) + len(f.names) + len(f.acronyms)
     assert _support._key("n", "2008") in keys and _support._key("m", "4") in keys and _support._key("a", "ipl") in keys
-    both = FactKeys.of([f, sentence_facts("Delhi, 2009.")])
-    assert both.ends.tolist() == [len(keys), len(both.keys)] and np.array_equal(both.keys[: len(keys)], keys)
-    table = FactTable.of(both, [_support._key("n", "2008"), _support._key("n", "2009")])
+    table = FactTable.of([f, sentence_facts("Delhi, 2009.")], [_support._key("n", "2008"), _support._key("n", "2009")])
     assert table.with_any([_support._key("n", "2008")]).tolist() == [True, False]
     assert table.with_any([_support._key("n", "2009")]).tolist() == [False, True]
     assert table.with_any([_support._key("w", "delhi")]).tolist() == [False, False]  # not asked for
@@ -184,44 +181,3 @@ def test_holding_within_some_sentences_is_holding_restricted_to_them():
     last = np.zeros(len(SENTENCES), dtype=bool)
     last[-1] = True  # the last sentence has no "\n" after it
     assert texts.holding_many(["Nobel Prize in 1903"], [last]).tolist() == [last.tolist()]
-
-
-def test_fact_keys_joined_from_parts_equal_them_built_at_once():
-    facts = [sentence_facts(s) for s in SENTENCES[:30]]
-    parts = [FactKeys.of(facts[a:b]) for a, b in ((0, 4), (4, 4), (4, 17), (17, 30))]  # one part empty
-    whole, joined = FactKeys.of(facts), FactKeys.joined(parts)
-    assert np.array_equal(whole.keys, joined.keys) and whole.ends.tolist() == joined.ends.tolist()
-    assert whole.ends[-1] == len(whole.keys) > 300
-    kfacts = [keyword_facts(t, kind) for t, kind in KEYWORDS[::3]]
-    got = holding_masks(kfacts, facts, DOCUMENTS[:30], joined)
-    np.testing.assert_array_equal(got, _plain(kfacts, facts, DOCUMENTS[:30]))
-    assert FactKeys.joined([]).ends.tolist() == [] and FactKeys.of([]).keys.dtype == np.uint32
-
-
-def test_context_views_are_each_sentences_facts_remembered_per_source():
-    from tokenshapley_rag._datastore import SentenceRecord
-    from tokenshapley_rag._pipeline import Pipeline
-    from tokenshapley_rag._types import Source
-
-    pipeline = Pipeline.__new__(Pipeline)  # the memos only: no encoder needed
-    pipeline._facts_of_sentence, pipeline._views_of_source = LRUMemo(100), LRUMemo(100)
-    paris = "Paris is big. It is old."
-    sources = [Source("a", paris), Source("b", "Lyon, 1998."), Source("c", paris)]
-    records = [SentenceRecord(0, 0, 0, 13, "Paris is big."), SentenceRecord(0, 1, 14, 24, "It is old."),
-               SentenceRecord(1, 0, 0, 11, "Lyon, 1998."), SentenceRecord(2, 0, 0, 13, "Paris is big."),
-               SentenceRecord(2, 1, 14, 24, "It is old.")]
-    views = pipeline.context_views(sources, records)
-    texts = [r.text for r in records]
-    assert views.texts == tuple(texts) and views.facts == [sentence_facts(t) for t in texts]
-    assert views.normalized == [normalize_text(t) for t in texts]
-    want = FactKeys.of(views.facts)
-    assert np.array_equal(views.keys.keys, want.keys) and views.keys.ends.tolist() == want.ends.tolist()
-    first = pipeline._views_of_source.get(paris)
-    again = pipeline.context_views(sources, records)
-    assert pipeline._views_of_source.get(paris) is first and again.facts[0] is views.facts[0]
-    # The same source cut otherwise (a lower sentence limit): its sentences are looked up again.
-    pieces = [SentenceRecord(0, 0, 0, 5, "Paris"), SentenceRecord(0, 1, 6, 24, "is big. It is old.")]
-    cut = pipeline.context_views(sources[:1], pieces)
-    assert cut.texts == ("Paris", "is big. It is old.")
-    assert cut.facts == [sentence_facts("Paris"), sentence_facts("is big. It is old.")]
-    assert pipeline.context_views(sources, []).facts == []

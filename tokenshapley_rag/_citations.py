@@ -20,7 +20,6 @@ from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
-    FactKeys,
     SentenceFacts,
     holding_masks,
     is_name,
@@ -70,15 +69,13 @@ def assemble_citations(
     support_threshold: float | None,
     config: Mapping[str, Any],
     normalized: Sequence[str] | None = None,
-    fact_keys: FactKeys | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
-    source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized`` and
-    ``fact_keys``, optionally, their :func:`normalize_text` and :class:`FactKeys` (else
-    computed here). The parameters are :class:`TokenShapley`'s; ``config`` is recorded in
-    the result."""
+    source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
+    optionally, their :func:`normalize_text` (else computed here). The parameters are
+    :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
     keywords = find_keywords(response)
     token_kw = assign_tokens(answer_tokens.offsets, keywords)
@@ -103,7 +100,7 @@ def assemble_citations(
             (Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)
         ]
         kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
-        held = holding_masks(kfacts, facts, sentence_document, fact_keys)
+        held = holding_masks(kfacts, facts, sentence_document)
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
     word_for_word = sentence_texts = None

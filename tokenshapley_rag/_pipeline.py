@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from itertools import chain, groupby
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from tokenshapley_rag._citations import assemble_citations
-from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._indexing import DatastoreBuilder
@@ -20,24 +17,12 @@ from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._quantiser import load_quantiser
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._timing import step
-from tokenshapley_rag._support import FactKeys, SentenceFacts, sentence_facts
+from tokenshapley_rag._support import SentenceFacts, sentence_facts
 from tokenshapley_rag._text_search import normalize_text
 from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
 from tokenshapley_rag._types import Source
 
-__all__ = ["ContextViews", "Pipeline"]
-
-
-@dataclass(frozen=True)
-class ContextViews:
-    """What citation assembly reads of a run of source sentences (one source's, or a whole
-    datastore's): each sentence's text, :func:`sentence_facts`, :func:`normalize_text`,
-    and their fact keys (:class:`FactKeys`)."""
-
-    texts: tuple[str, ...]
-    facts: list[SentenceFacts]
-    normalized: list[str]
-    keys: FactKeys
+__all__ = ["Pipeline"]
 
 
 class Pipeline:
@@ -85,10 +70,6 @@ class Pipeline:
         # source sentence, derived once per text (a new source list is mostly sentences seen
         # before, and normalizing every sentence again grew with the context at each call).
         self._facts_of_sentence = LRUMemo(cache.memory_items)
-        # source text -> ContextViews of its sentences: a long context is a few hundred
-        # sources of a few sentences each, so looking them up per source, not per sentence,
-        # is most of the lookup saved.
-        self._views_of_source = LRUMemo(cache.memory_items)
 
     def build_datastore(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
         """Step 1, always built (from the sentence cache where it has the sentences)."""
@@ -116,12 +97,11 @@ class Pipeline:
         recorded in it)."""
         with step("assemble"):
             with step("sentence_facts"):
-                views = self.context_views(sources, store.sentences)
+                known = self.sentence_views([r.text for r in store.sentences])
             return assemble_citations(
-                query, response, sources, store, tokens, values, views.facts,
+                query, response, sources, store, tokens, values, [f for f, _ in known],
                 verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
-                support_threshold=self.support_threshold, config=config, normalized=views.normalized,
-                fact_keys=views.keys,
+                support_threshold=self.support_threshold, config=config, normalized=[t for _, t in known],
             )
 
     def attribute(
@@ -146,28 +126,7 @@ class Pipeline:
                 self._facts_of_sentence.put(texts[i], view)
         return known
 
-    def context_views(self, sources: list[Source], records: list[SentenceRecord]) -> ContextViews:
-        """The :class:`ContextViews` of a datastore's sentences (``records``, grouped by
-        source in order, as :class:`DatastoreBuilder` makes them), remembered per source
-        text. A source whose remembered sentences are not ``records``' texts (another
-        sentence limit) is looked up per sentence (:meth:`sentence_views`) again."""
-        parts = []
-        for index, run in groupby(records, key=attrgetter("source_index")):
-            texts = tuple(r.text for r in run)
-            known = self._views_of_source.get(sources[index].text)
-            if known is None or known.texts != texts:
-                views = self.sentence_views(list(texts))
-                facts = [f for f, _ in views]
-                known = ContextViews(texts, facts, [t for _, t in views], FactKeys.of(facts))
-                self._views_of_source.put(sources[index].text, known)
-            parts.append(known)
-        return ContextViews(
-            tuple(chain.from_iterable(p.texts for p in parts)), list(chain.from_iterable(p.facts for p in parts)),
-            list(chain.from_iterable(p.normalized for p in parts)), FactKeys.joined([p.keys for p in parts]),
-        )
-
     def forget(self) -> None:
         """Empty what the pipeline remembers in memory (the sentence cache is kept)."""
         self.builder.forget()
         self._facts_of_sentence.clear()
-        self._views_of_source.clear()

@@ -47,7 +47,6 @@ __all__ = [
     "keyword_facts",
     "holding_mask",
     "holding_masks",
-    "FactKeys",
     "light_stem",
     "STATUSES",
     "VERDICTS",
@@ -346,44 +345,13 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
 
 
 @dataclass(frozen=True)
-class FactKeys:
-    """The fact keys (:func:`fact_keys`) of a list of sentences, concatenated: sentence
-    ``i``'s are ``keys[ends[i] - n_i : ends[i]]``. Built per sentence (:meth:`of`) or from
-    the parts of several runs of sentences (:meth:`joined`: a caller that remembers each
-    source's keys concatenates a few hundred arrays, not thousands).
-
-    >>> part = FactKeys.of([sentence_facts("Rivers flow."), sentence_facts("Paris.")])
-    >>> FactKeys.joined([part, part]).ends.tolist() == [*part.ends.tolist(), *(part.ends + len(part.keys)).tolist()]
-    True
-    """
-
-    keys: np.ndarray  # (n_keys,) uint32
-    ends: np.ndarray  # (n_sentences,) int64: where each sentence's keys end
-
-    @classmethod
-    def of(cls, facts: Sequence[SentenceFacts]) -> FactKeys:
-        arrays = [f.keys for f in facts]
-        keys = np.concatenate(arrays) if arrays else np.zeros(0, np.uint32)
-        return cls(keys, np.cumsum(np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))))
-
-    @classmethod
-    def joined(cls, parts: Sequence[FactKeys]) -> FactKeys:
-        if not parts:
-            return cls(np.zeros(0, np.uint32), np.zeros(0, np.int64))
-        offsets = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
-        ends = np.concatenate([p.ends + offset for p, offset in zip(parts, offsets)])
-        return cls(np.concatenate([p.keys for p in parts]), ends)
-
-
-@dataclass(frozen=True)
 class FactTable:
     """The sentences that carry each of a few fact keys (:func:`fact_keys`), for finding
     the sentences that may hold a keyword without a loop over the sentences
     (:func:`holding_masks`).
 
     >>> flow, rivers = _key("s", "flow"), _key("w", "rivers")
-    >>> keys = FactKeys.of([sentence_facts("It flows north."), sentence_facts("Rivers flow.")])
-    >>> table = FactTable.of(keys, [flow, rivers])
+    >>> table = FactTable.of([sentence_facts("It flows north."), sentence_facts("Rivers flow.")], [flow, rivers])
     >>> table.with_any([flow]).tolist(), table.with_any([rivers]).tolist()
     ([True, True], [False, True])
     """
@@ -393,14 +361,14 @@ class FactTable:
     owners: np.ndarray  # (n,) int64: the sentence carrying each
 
     @classmethod
-    def of(cls, fact_keys: FactKeys, wanted: Iterable[int]) -> FactTable:
-        """The table of the sentences of ``fact_keys`` for the keys ``wanted`` (others are
+    def of(cls, facts: Sequence[SentenceFacts], wanted: Iterable[int]) -> FactTable:
+        """The table of ``facts`` (one per sentence) for the keys ``wanted`` (others are
         left out: :meth:`with_any` finds no sentence for them)."""
-        n = len(fact_keys.ends)
         wanted = np.unique(np.fromiter(wanted, dtype=np.uint32))
-        keys = fact_keys.keys
-        if not n or not len(wanted):
-            return cls(n, np.zeros(0, np.uint32), np.zeros(0, np.int64))
+        if not facts or not len(wanted):
+            return cls(len(facts), np.zeros(0, np.uint32), np.zeros(0, np.int64))
+        arrays = [f.keys for f in facts]
+        keys = np.concatenate(arrays)
         # A first cut by the keys' low 16 bits (one gather from a 64 KiB table), then the
         # exact test on the few keys left: sorting or np.isin over every key of a 64k-token
         # context cost more than the rest of this together.
@@ -408,9 +376,10 @@ class FactTable:
         bucket[wanted & 0xFFFF] = True
         at = np.flatnonzero(bucket[keys & 0xFFFF])
         at = at[np.isin(keys[at], wanted)]
-        owners = np.searchsorted(fact_keys.ends, at, side="right")  # the sentence of each key left
+        ends = np.cumsum([len(a) for a in arrays])
+        owners = np.searchsorted(ends, at, side="right")  # the sentence of each key left
         order = np.argsort(keys[at], kind="stable")
-        return cls(n, keys[at][order], owners[order].astype(np.int64))
+        return cls(len(facts), keys[at][order], owners[order].astype(np.int64))
 
     def with_any(self, keys: Iterable[int]) -> np.ndarray:
         """``(n_sentences,)`` bool: the sentences that carry one of ``keys``."""
@@ -422,14 +391,12 @@ class FactTable:
 
 
 def holding_masks(
-    kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray,
-    fact_keys: FactKeys | None = None,
+    kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray
 ) -> np.ndarray:
     """``(len(kfacts), n_sentences)`` bool: :func:`holding_mask` of each keyword, the same
     values, with the match rule tested only on the sentences whose fact keys meet one of
     the keyword's requirements (:func:`_requirements`; the others cannot hold it). At 64k
-    context tokens the loop over every sentence was most of the citation assembly.
-    ``fact_keys``: :meth:`FactKeys.of` ``facts``, when the caller has it."""
+    context tokens the loop over every sentence was most of the citation assembly."""
     n = len(facts)
     held = np.zeros((len(kfacts), n), dtype=bool)
     if not n or not len(kfacts):
@@ -438,9 +405,7 @@ def holding_masks(
     # The last word of a name of several words (the partial rule of holding_mask).
     lasts = [_key("w", k.words[-1]) if k.kind == "name" and len(k.words) > 1 else None for k in kfacts]
     wanted = [key for need in needs for alternative in need for group in alternative for key in group]
-    table = FactTable.of(
-        FactKeys.of(facts) if fact_keys is None else fact_keys, wanted + [key for key in lasts if key is not None]
-    )
+    table = FactTable.of(facts, wanted + [key for key in lasts if key is not None])
     for r, k in enumerate(kfacts):
         maybe = np.zeros(n, dtype=bool)
         for alternative in needs[r]:
