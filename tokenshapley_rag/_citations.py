@@ -21,7 +21,7 @@ from tokenshapley_rag._support import (
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
     SentenceFacts,
-    holding_mask,
+    holding_masks,
     is_name,
     keyword_facts,
     keyword_status,
@@ -30,6 +30,7 @@ from tokenshapley_rag._support import (
     sentence_verdict,
 )
 from tokenshapley_rag._text_search import SentenceTexts, span_words
+from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import TokenValues
 from tokenshapley_rag._types import (
     KeywordCitation,
@@ -67,12 +68,14 @@ def assemble_citations(
     context_scale: float,
     support_threshold: float | None,
     config: Mapping[str, Any],
+    normalized: Sequence[str] | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
-    source. ``facts``: :func:`sentence_facts` of each datastore sentence. The parameters
-    are :class:`TokenShapley`'s; ``config`` is recorded in the result."""
+    source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
+    optionally, their :func:`normalize_text` (else computed here). The parameters are
+    :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
     keywords = find_keywords(response)
     token_kw = assign_tokens(answer_tokens.offsets, keywords)
@@ -91,112 +94,159 @@ def assemble_citations(
     # Support is checked per document: chunks cut from one document back each other.
     source_document = np.asarray(document_index(sources), dtype=np.int64)
     sentence_document = source_document[sentence_source]
-    retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
-    cited = [(Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)]
-    kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
-    held = (
-        np.array([holding_mask(kf, facts, sentence_document) for kf in kfacts], dtype=bool).reshape(len(cited), n_sent)
-    )
+    with step("holding"):
+        retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
+        cited = [
+            (Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)
+        ]
+        kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
+        held = holding_masks(kfacts, facts, sentence_document)
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
     word_for_word = sentence_texts = None
-    if verbatim and n_sent and cited:
-        sentence_texts = SentenceTexts.of([r.text for r in store.sentences])
-        word_for_word = store.sentences_with_sequences([classes[members] for _, members in cited])
-        word_for_word |= sentence_texts.holding_many([kw.text for kw, _ in cited])
-        for r, (kw, _) in enumerate(cited):
-            # A number, date or name plays among the sentences holding its value: the
-            # verbatim holders among them when any, else all of them.
-            if kw.kind in VALUE_KINDS and held[r].any():
-                both = word_for_word[r] & held[r]
-                word_for_word[r] = both if both.any() else held[r]
-    per_sentence, own, holds = span_games(
-        scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
-        context_weight, context_scale, word_for_word,
-        None if word_for_word is None else [
-            None if found else span_words(response, answer_tokens.offsets, kw.start, kw.end)
-            for found, (kw, _) in zip(word_for_word.any(axis=1).tolist(), cited)
-        ],
-    )
+    with step("verbatim"):
+        if verbatim and n_sent and cited:
+            sentence_texts = (
+                SentenceTexts.of([r.text for r in store.sentences]) if normalized is None
+                else SentenceTexts.joined(normalized)
+            )
+            word_for_word = store.sentences_with_sequences([classes[members] for _, members in cited])
+            # A held number, date or name keeps only its holders (below): its text is looked
+            # for in them alone, not in the whole context.
+            within = [
+                held[r] if kw.kind in VALUE_KINDS and held[r].any() else None for r, (kw, _) in enumerate(cited)
+            ]
+            word_for_word |= sentence_texts.holding_many([kw.text for kw, _ in cited], within)
+            for r, (kw, _) in enumerate(cited):
+                # A number, date or name plays among the sentences holding its value: the
+                # verbatim holders among them when any, else all of them.
+                if kw.kind in VALUE_KINDS and held[r].any():
+                    both = word_for_word[r] & held[r]
+                    word_for_word[r] = both if both.any() else held[r]
+    with step("context_games"):
+        per_sentence, own, holds = span_games(
+            scores, carries, sentence_source, answer_sentence, [members for _, members in cited],
+            context_weight, context_scale, word_for_word,
+            None if word_for_word is None else [
+                None if found else span_words(response, answer_tokens.offsets, kw.start, kw.end)
+                for found, (kw, _) in zip(word_for_word.any(axis=1).tolist(), cited)
+            ],
+        )
     # The predicate game stays inside the keyword's clause: a semicolon joins two claims
     # that may come from two sources ("X is 330 metres tall; Big Ben dates from 1859").
     clause_starts = [i + 1 for i, ch in enumerate(response) if ch == ";"]
     answer_clause = answer_sentence * (len(clause_starts) + 1) + np.searchsorted(
         np.asarray(clause_starts, dtype=np.int64), answer_tokens.offsets[:, 0], side="right"
     ) if clause_starts else answer_sentence
-    statuses, allowed, rivals = keyword_statuses(
-        cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
-        int(source_document.max()) + 1, retyped, answer_clause, context_scale,
-    )
-    # A keyword is ranked among the sources it may be cited by (a source's score sums
-    # all its sentences, as in span_scores), quoted by a sentence that holds it.
-    citable = np.zeros((len(cited), len(sources)), dtype=bool)
-    rows, cols = np.nonzero(allowed)
-    citable[rows, sentence_source[cols]] = True
-    ranked = rank_sources(
-        sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
-        holds & allowed, [kw for kw, _ in cited],
-    )
-    citations: list[KeywordCitation] = []
-    for r, (kw, members) in enumerate(cited):
-        status = statuses[r]
-        support = float(own[r][allowed[r]].max()) / len(members) if allowed[r].any() else 0.0
-        if status == "supported" and support_threshold is not None and support <= support_threshold:
-            status = "unsupported"
-        cited_by: tuple[SourceAttribution, ...] = ()
-        if status == "supported":
-            cited_by = ranked[r] or fallback_citation(sources, store.sentences, own[r], allowed[r], kw)
-        conflict = (
-            source_attribution(sources, store.sentences[rivals[r]], 0.0) if rivals[r] >= 0 else None
+    with step("statuses"):
+        statuses, allowed, rivals = keyword_statuses(
+            cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
+            int(source_document.max()) + 1, retyped, answer_clause, context_scale,
         )
-        citations.append(
-            KeywordCitation(
-                text=kw.text,
-                start=kw.start,
-                end=kw.end,
-                sources=cited_by,
-                supported=status == "supported",
-                support=support,
-                status=status,
-                kind=kw.kind,
-                conflict=conflict,
+    with step("citations"):
+        # A keyword is ranked among the sources it may be cited by (a source's score sums
+        # all its sentences, as in span_scores), quoted by a sentence that holds it.
+        citable = np.zeros((len(cited), len(sources)), dtype=bool)
+        rows, cols = np.nonzero(allowed)
+        citable[rows, sentence_source[cols]] = True
+        ranked = rank_sources(
+            sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
+            holds & allowed, [kw for kw, _ in cited],
+        )
+        citations: list[KeywordCitation] = []
+        for r, (kw, members) in enumerate(cited):
+            status = statuses[r]
+            support = float(own[r][allowed[r]].max()) / len(members) if allowed[r].any() else 0.0
+            if status == "supported" and support_threshold is not None and support <= support_threshold:
+                status = "unsupported"
+            cited_by: tuple[SourceAttribution, ...] = ()
+            if status == "supported":
+                cited_by = ranked[r] or fallback_citation(sources, store.sentences, own[r], allowed[r], kw)
+            conflict = (
+                source_attribution(sources, store.sentences[rivals[r]], 0.0) if rivals[r] >= 0 else None
             )
+            citations.append(
+                KeywordCitation(
+                    text=kw.text,
+                    start=kw.start,
+                    end=kw.end,
+                    sources=cited_by,
+                    supported=status == "supported",
+                    support=support,
+                    status=status,
+                    kind=kw.kind,
+                    conflict=conflict,
+                )
+            )
+        verdicts = sentence_verdicts(response, answer_spans, citations)
+    with step("scores"):
+        totals = scores.sum(axis=0) if n_sent else np.zeros(0)
+        keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
+        ids = [s.id for s in sources]
+        # Each source's sentences summed in their order, as adding them one by one does
+        # (np.bincount accumulates its weights in index order).
+        source_scores = dict(zip(ids, np.bincount(sentence_source, totals, minlength=len(sources)).tolist()))
+        sentence_scores = sentence_score_rows(
+            [ids[rec.source_index] for rec in store.sentences], store.sentences, totals.tolist(), keyword_totals.tolist()
         )
-    verdicts = sentence_verdicts(response, answer_spans, citations)
-    totals = scores.sum(axis=0) if n_sent else np.zeros(0)
-    keyword_totals = np.where(np.isfinite(per_sentence), per_sentence, 0.0).sum(axis=0) if n_sent else totals
-    source_scores = {s.id: 0.0 for s in sources}
-    sentence_scores = []
-    for rec, total, keyword_total in zip(store.sentences, totals.tolist(), keyword_totals.tolist()):
-        sid = sources[rec.source_index].id
-        source_scores[sid] += total
-        sentence_scores.append(SentenceScore(sid, rec.sentence_index, rec.text, rec.start, rec.end, total, keyword_total))
-    token_scores = TokenScores(
-        texts=[response[a:b] for a, b in answer_tokens.offsets.tolist()],
-        offsets=answer_tokens.offsets.copy(),
-        scores=scores,
-        keyword=token_kw,
-        answer_sentence=answer_sentence,
-        carries=carries,
-        sentence_source=sentence_source,
-        classes=classes,
-        context_classes=store.token_class,
-        context_sentence=store.sentence_of,
-    )
-    result = AttributionResult(
-        query=query,
-        response=response,
-        sources=sources,
-        citations=citations,
-        source_scores=source_scores,
-        sentence_scores=sentence_scores,
-        tokens=token_scores,
-        config=dict(config),
-        sentences=verdicts,
-    )
-    if sentence_texts is not None:
-        result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
+        token_scores = TokenScores(
+            texts=[response[a:b] for a, b in answer_tokens.offsets.tolist()],
+            offsets=answer_tokens.offsets.copy(),
+            scores=scores,
+            keyword=token_kw,
+            answer_sentence=answer_sentence,
+            carries=carries,
+            sentence_source=sentence_source,
+            classes=classes,
+            context_classes=store.token_class,
+            context_sentence=store.sentence_of,
+        )
+        result = AttributionResult(
+            query=query,
+            response=response,
+            sources=sources,
+            citations=citations,
+            source_scores=source_scores,
+            sentence_scores=sentence_scores,
+            tokens=token_scores,
+            config=dict(config),
+            sentences=verdicts,
+        )
+        if sentence_texts is not None:
+            result.__dict__["_sentence_texts"] = sentence_texts  # span_scores' cache: the same sentences
     return result
+
+
+# SentenceScore's fields, set one by one by sentence_score_rows (tests check the list is whole).
+SENTENCE_SCORE_FIELDS = (
+    "source_id", "sentence_index", "sentence", "sentence_start", "sentence_end", "score", "keyword_score",
+)
+
+
+def sentence_score_rows(
+    source_ids: Sequence[str], records: Sequence[SentenceRecord], scores: Sequence[float],
+    keyword_scores: Sequence[float],
+) -> list[SentenceScore]:
+    """``SentenceScore(source_ids[i], records[i]..., scores[i], keyword_scores[i])`` for each
+    sentence: objects equal to the constructor's, each field set through its slot. A long
+    context has thousands of sentences, and the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` call per field) took ~2.5 us per object, more than the rest of
+    the result together."""
+    new = object.__new__
+    setters = [getattr(SentenceScore, f).__set__ for f in SENTENCE_SCORE_FIELDS]
+    sid, index, text, start, end, score, keyword_score = setters
+    out = []
+    for source_id, rec, value, keyword_value in zip(source_ids, records, scores, keyword_scores):
+        obj = new(SentenceScore)
+        sid(obj, source_id)
+        index(obj, rec.sentence_index)
+        text(obj, rec.text)
+        start(obj, rec.start)
+        end(obj, rec.end)
+        score(obj, value)
+        keyword_score(obj, keyword_value)
+        out.append(obj)
+    return out
 
 
 def keyword_statuses(
@@ -260,11 +310,12 @@ def keyword_statuses(
         a, b = cited[r - 1][0], cited[r][0]
         if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
             group[r] = group[r - 1]
+    held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
             o for o in range(n_kw)
             if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
-            and held_by_document[o].any()
+            and held_anywhere[o]
         ]
         subject_sources = None
         the_subject = subject.get(kw_sentence[r])

@@ -25,6 +25,17 @@ class LRUMemo:
                 self._items.move_to_end(key)
             return value
 
+    def get_many(self, keys: list[Any]) -> list[Any]:
+        """:meth:`get` of each key (None where missing), under one lock: a long context
+        looks up thousands of sentences per call, and the lock dominated each lookup."""
+        items = self._items
+        with self._lock:
+            values = [items.get(key) for key in keys]
+            for key, value in zip(keys, values):
+                if value is not None:
+                    items.move_to_end(key)
+        return values
+
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
             self._items[key] = value

@@ -18,6 +18,7 @@ from tokenshapley_rag._quantiser import load_quantiser
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._timing import step
 from tokenshapley_rag._support import SentenceFacts, sentence_facts
+from tokenshapley_rag._text_search import normalize_text
 from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
 from tokenshapley_rag._types import Source
 
@@ -65,7 +66,10 @@ class Pipeline:
             quantiser=None if approximate_above is None else load_quantiser(encoder.cache_key),
             approximate_above=approximate_above,
         )
-        self._facts_of_sentence = LRUMemo(cache.memory_items)  # text -> SentenceFacts
+        # text -> (SentenceFacts, normalize_text(text)): what citation assembly reads of each
+        # source sentence, derived once per text (a new source list is mostly sentences seen
+        # before, and normalizing every sentence again grew with the context at each call).
+        self._facts_of_sentence = LRUMemo(cache.memory_items)
 
     def build_datastore(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
         """Step 1, always built (from the sentence cache where it has the sentences)."""
@@ -92,10 +96,12 @@ class Pipeline:
         """Step 3: the result of ``response`` from its token game ``values`` (``config`` is
         recorded in it)."""
         with step("assemble"):
+            with step("sentence_facts"):
+                known = self.sentence_views([r.text for r in store.sentences])
             return assemble_citations(
-                query, response, sources, store, tokens, values, [self.sentence_facts(r.text) for r in store.sentences],
+                query, response, sources, store, tokens, values, [f for f, _ in known],
                 verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
-                support_threshold=self.support_threshold, config=config,
+                support_threshold=self.support_threshold, config=config, normalized=[t for _, t in known],
             )
 
     def attribute(
@@ -108,11 +114,17 @@ class Pipeline:
 
     def sentence_facts(self, text: str) -> SentenceFacts:
         """:func:`sentence_facts` of a source sentence, remembered per text."""
-        facts = self._facts_of_sentence.get(text)
-        if facts is None:
-            facts = sentence_facts(text)
-            self._facts_of_sentence.put(text, facts)
-        return facts
+        return self.sentence_views([text])[0][0]
+
+    def sentence_views(self, texts: list[str]) -> list[tuple[SentenceFacts, str]]:
+        """Each source sentence's :func:`sentence_facts` and :func:`normalize_text`,
+        remembered per text (looked up together: one lock for the whole list)."""
+        known = self._facts_of_sentence.get_many(texts)
+        for i, view in enumerate(known):
+            if view is None:
+                view = known[i] = (sentence_facts(texts[i]), normalize_text(texts[i]))
+                self._facts_of_sentence.put(texts[i], view)
+        return known
 
     def forget(self) -> None:
         """Empty what the pipeline remembers in memory (the sentence cache is kept)."""

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +46,7 @@ __all__ = [
     "sentence_facts",
     "keyword_facts",
     "holding_mask",
+    "holding_masks",
     "light_stem",
     "STATUSES",
     "VERDICTS",
@@ -157,6 +160,13 @@ class SentenceFacts:
     # Each date's (year, month) as written together ("September 29, 2017" -> ("2017", 9));
     # year None for a date that names a month and no year ("from January 17 to ...").
     year_months: frozenset[tuple[str | None, int]] = frozenset()
+    # The facts above that the match rule looks a keyword up by, as 32-bit keys
+    # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
+    # sentences that may hold a keyword from them instead of testing every sentence.
+    keys: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", fact_keys(self))
 
 
 def sentence_facts(text: str) -> SentenceFacts:
@@ -293,6 +303,127 @@ def _is_acronym(word: str) -> bool:
     return 2 <= len(word) <= 6 and word.isalpha()
 
 
+def _key(tag: str, value: str) -> int:
+    """The 32-bit key of one tagged fact: its CRC-32, the same in every process (a
+    sentence's keys may be pickled with its facts). Two facts may share a key; the keys
+    only narrow the sentences down, and :func:`_holds` decides."""
+    return zlib.crc32(f"{tag}:{value}".encode("utf-8", "surrogatepass"))
+
+
+def fact_keys(f: SentenceFacts) -> np.ndarray:
+    """The keys (:func:`_key`) of the facts a keyword is looked up by: numbers (``n``),
+    months (``m``), words (``w``), stems (``s``), each name's initials (``i``) and
+    acronyms (``a``). A sentence that holds a keyword has every key of one of the
+    keyword's requirements (:func:`_requirements`)."""
+    tagged: list[tuple[str, Iterable[str]]] = [
+        ("n", f.numbers), ("m", map(str, f.months)), ("w", f.words), ("s", f.stems),
+        ("i", (_initials(name) for name in f.names)), ("a", f.acronyms),
+    ]
+    return np.array([_key(tag, v) for tag, values in tagged for v in values], dtype=np.uint32)
+
+
+def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
+    """What a sentence needs in order to hold ``k`` (:func:`_holds`), as keys: a list of
+    alternatives, each a list of groups of keys, every group met by one of its keys.
+    Necessary, not sufficient: the keys of a sentence holding ``k`` meet some alternative.
+    No alternative: no sentence holds ``k``."""
+    stems = [[(_key("s", st),) for st in sorted(k.stems)]] if k.stems else []
+    if k.kind in ("number", "date"):
+        if not k.numbers and not k.months:
+            return stems
+        return [[(_key("n", v),) for v in sorted(k.numbers)] + [(_key("m", str(mo)),) for mo in sorted(k.months)]]
+    if k.kind == "name":
+        if not k.words:
+            return []
+        out = [[(_key("w", w), _key("s", st)) for w, st in zip(k.words, k.word_stems)]]
+        if k.acronym:
+            out.append([(_key("i", k.words[0]),)])
+        elif len(k.words) > 1:
+            out.append([(_key("a", _initials(" ".join(k.words))),)])
+        return out
+    return stems
+
+
+@dataclass(frozen=True)
+class FactTable:
+    """The sentences that carry each of a few fact keys (:func:`fact_keys`), for finding
+    the sentences that may hold a keyword without a loop over the sentences
+    (:func:`holding_masks`).
+
+    >>> flow, rivers = _key("s", "flow"), _key("w", "rivers")
+    >>> table = FactTable.of([sentence_facts("It flows north."), sentence_facts("Rivers flow.")], [flow, rivers])
+    >>> table.with_any([flow]).tolist(), table.with_any([rivers]).tolist()
+    ([True, True], [False, True])
+    """
+
+    n_sentences: int
+    keys: np.ndarray  # (n,) uint32, sorted: the wanted keys the sentences carry
+    owners: np.ndarray  # (n,) int64: the sentence carrying each
+
+    @classmethod
+    def of(cls, facts: Sequence[SentenceFacts], wanted: Iterable[int]) -> FactTable:
+        """The table of ``facts`` (one per sentence) for the keys ``wanted`` (others are
+        left out: :meth:`with_any` finds no sentence for them)."""
+        wanted = np.unique(np.fromiter(wanted, dtype=np.uint32))
+        if not facts or not len(wanted):
+            return cls(len(facts), np.zeros(0, np.uint32), np.zeros(0, np.int64))
+        arrays = [f.keys for f in facts]
+        keys = np.concatenate(arrays)
+        # A first cut by the keys' low 16 bits (one gather from a 64 KiB table), then the
+        # exact test on the few keys left: sorting or np.isin over every key of a 64k-token
+        # context cost more than the rest of this together.
+        bucket = np.zeros(1 << 16, dtype=bool)
+        bucket[wanted & 0xFFFF] = True
+        at = np.flatnonzero(bucket[keys & 0xFFFF])
+        at = at[np.isin(keys[at], wanted)]
+        ends = np.cumsum([len(a) for a in arrays])
+        owners = np.searchsorted(ends, at, side="right")  # the sentence of each key left
+        order = np.argsort(keys[at], kind="stable")
+        return cls(len(facts), keys[at][order], owners[order].astype(np.int64))
+
+    def with_any(self, keys: Iterable[int]) -> np.ndarray:
+        """``(n_sentences,)`` bool: the sentences that carry one of ``keys``."""
+        out = np.zeros(self.n_sentences, dtype=bool)
+        for key in keys:
+            a, b = np.searchsorted(self.keys, [key, key + 1])
+            out[self.owners[a:b]] = True
+        return out
+
+
+def holding_masks(
+    kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray
+) -> np.ndarray:
+    """``(len(kfacts), n_sentences)`` bool: :func:`holding_mask` of each keyword, the same
+    values, with the match rule tested only on the sentences whose fact keys meet one of
+    the keyword's requirements (:func:`_requirements`; the others cannot hold it). At 64k
+    context tokens the loop over every sentence was most of the citation assembly."""
+    n = len(facts)
+    held = np.zeros((len(kfacts), n), dtype=bool)
+    if not n or not len(kfacts):
+        return held
+    needs = [_requirements(k) for k in kfacts]
+    # The last word of a name of several words (the partial rule of holding_mask).
+    lasts = [_key("w", k.words[-1]) if k.kind == "name" and len(k.words) > 1 else None for k in kfacts]
+    wanted = [key for need in needs for alternative in need for group in alternative for key in group]
+    table = FactTable.of(facts, wanted + [key for key in lasts if key is not None])
+    for r, k in enumerate(kfacts):
+        maybe = np.zeros(n, dtype=bool)
+        for alternative in needs[r]:
+            meets = np.ones(n, dtype=bool)
+            for group in alternative:
+                meets &= table.with_any(group)
+            maybe |= meets
+        row = held[r]
+        for j in np.flatnonzero(maybe).tolist():
+            row[j] = _holds(k, facts[j])
+        if lasts[r] is not None and row.any():
+            full_documents = np.unique(sentence_document[row])
+            last = k.words[-1]
+            for j in np.flatnonzero(table.with_any([lasts[r]]) & np.isin(sentence_document, full_documents)).tolist():
+                row[j] |= last in facts[j].words
+    return held
+
+
 def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_document: np.ndarray) -> np.ndarray:
     """``(n_sentences,)`` bool: the sentences that hold the keyword (the match rule).
 
@@ -418,10 +549,7 @@ def keyword_status(
             return "supported", agreeing, -1
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
-    rival, best = -1, 0.0
-    for j in np.flatnonzero(pool).tolist():
-        if predicate[j] > best and states_other_value(k, facts[j], answer):
-            rival, best = j, float(predicate[j])
+    rival, best = _rival(k, pool, predicate, facts, answer)
     if rival >= 0 and held.any() and best >= tolerance * float(predicate[holding_sources].max()):
         return "contradicted", np.zeros_like(held), rival
     # A value no source holds is contradicted only by a sentence that states the claim: its
@@ -433,6 +561,27 @@ def keyword_status(
     if held.any():
         return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
     return "unsupported", held, -1
+
+
+def _rival(
+    k: KeywordFacts, pool: np.ndarray, predicate: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts
+) -> tuple[int, float]:
+    """The sentence of ``pool`` with the highest positive ``predicate`` value among those
+    that state another value of the keyword's kind (:func:`states_other_value`), the first
+    of equals, and its value; ``(-1, 0.0)`` when there is none. The sentences are tried
+    best first, so the test runs on a few of them, not on every sentence of the pool (all
+    of a long context's when the keyword has no anchor).
+
+    >>> facts = [sentence_facts("It is 5 km long."), sentence_facts("It is long."), sentence_facts("It is 7 km long.")]
+    >>> k, answer = keyword_facts("6 km", "number"), sentence_facts("It is 6 km long.")
+    >>> _rival(k, np.ones(3, bool), np.array([0.5, 0.9, 0.5]), facts, answer)
+    (0, 0.5)
+    """
+    tried = np.flatnonzero(pool & (predicate > 0.0))
+    for j in tried[np.lexsort((tried, -predicate[tried]))].tolist():
+        if states_other_value(k, facts[j], answer):
+            return j, float(predicate[j])
+    return -1, 0.0
 
 
 def _unless_context_disagrees(

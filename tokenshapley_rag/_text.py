@@ -39,6 +39,8 @@ def check_text(value: Any, field: str) -> str:
     """
     if not isinstance(value, str):
         raise InvalidInputTypeError(f"{field} must be a str, got {type(value).__name__}")
+    if value.isascii():  # known without reading the text (CPython keeps the flag): no surrogate
+        return value
     bad = _SURROGATE.search(value)
     if bad is not None:
         raise InvalidTextError(

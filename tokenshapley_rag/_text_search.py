@@ -86,23 +86,36 @@ class SentenceTexts:
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> SentenceTexts:
-        parts, starts, at = [], [], 0
-        for t in texts:
-            norm = normalize_text(t)
-            starts.append(at)
-            parts.append(norm)
-            at += len(norm) + 1  # "\n" between sentences: a phrase never spans two
-        return cls("\n".join(parts), np.asarray(starts, dtype=np.int64))
+        return cls.joined([normalize_text(t) for t in texts])
 
-    def holding_many(self, phrases: Sequence[str]) -> np.ndarray:
-        """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase.
+    @classmethod
+    def joined(cls, normalized: Sequence[str]) -> SentenceTexts:
+        """From the sentences already normalized (:func:`normalize_text`; a caller that
+        remembers them per sentence skips the normalization, most of :meth:`of`).
 
-        >>> SentenceTexts.of(["Voiced by Selena Gomez.", "An unvoiced consonant."]).holding_many(["voiced", "an"]).tolist()
-        [[True, False], [False, True]]
+        >>> SentenceTexts.joined(["a b.", "c."]).starts.tolist()
+        [0, 5]
+        """
+        lengths = np.fromiter((len(t) + 1 for t in normalized), dtype=np.int64, count=len(normalized))
+        starts = np.zeros(len(normalized), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])  # "\n" between sentences: a phrase never spans two
+        return cls("\n".join(normalized), starts)
+
+    def holding_many(self, phrases: Sequence[str], within: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
+        """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase; with
+        ``within``, phrase ``r`` is looked for only in the sentences where ``within[r]``
+        (a bool mask; None: in all), and the others are False for it (a caller that only
+        needs some sentences' answer reads those, not the whole context).
+
+        >>> texts = SentenceTexts.of(["Voiced by Selena Gomez.", "An unvoiced consonant.", "Voiced."])
+        >>> texts.holding_many(["voiced", "an"]).tolist()
+        [[True, False, True], [False, True, False]]
+        >>> texts.holding_many(["voiced", "an"], [np.array([False, True, True]), None]).tolist()
+        [[False, False, True], [False, True, False]]
         """
         out = np.zeros((len(phrases), len(self._bounds) - 1), dtype=bool)
         for r, phrase in enumerate(phrases):
-            self._find(phrase, False, False, out[r])
+            self._find(phrase, False, False, out[r], None if within is None else within[r])
         return out
 
     def holding(self, phrase: str, *, open_start: bool = False, open_end: bool = False) -> np.ndarray:
@@ -119,8 +132,11 @@ class SentenceTexts:
         self._find(phrase, open_start, open_end, out)
         return out
 
-    def _find(self, phrase: str, open_start: bool, open_end: bool, out: np.ndarray) -> None:
-        """Set ``out[s]`` for every sentence ``s`` that holds ``phrase`` (:meth:`holding`)."""
+    def _find(
+        self, phrase: str, open_start: bool, open_end: bool, out: np.ndarray, only: np.ndarray | None = None
+    ) -> None:
+        """Set ``out[s]`` for every sentence ``s`` that holds ``phrase`` (:meth:`holding`),
+        among the sentences where ``only`` (None: all)."""
         bounds = self._bounds
         needle = normalize_text(phrase)
         if not needle:
@@ -130,18 +146,21 @@ class SentenceTexts:
         text, n = self.text, len(needle)
         check_before = is_word_char(needle[0]) and not open_start
         check_after = is_word_char(needle[-1]) and not open_end
-        i = text.find(needle)
         end = len(text)
-        while i != -1:
-            j = i + n
-            # (is_word_char inlined: this loop runs for every occurrence of every keyword)
-            if not (check_before and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")) and not (
-                check_after and j < end and (text[j].isalnum() or text[j] == "_")
-            ):
-                # Found in this sentence: go on from the next one (a stopword-like phrase
-                # can occur dozens of times in a sentence).
-                s = bisect.bisect_right(bounds, i) - 1
-                out[s] = True
-                i = text.find(needle, bounds[s + 1])
-            else:
-                i = text.find(needle, i + 1)
+        # The whole text, or each chosen sentence (a phrase has no "\n": a match lies in one).
+        ranges = [(0, end)] if only is None else [(bounds[s], bounds[s + 1]) for s in np.flatnonzero(only).tolist()]
+        for lo, hi in ranges:
+            i = text.find(needle, lo, hi)
+            while i != -1:
+                j = i + n
+                # (is_word_char inlined: this loop runs for every occurrence of every keyword)
+                if not (check_before and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")) and not (
+                    check_after and j < end and (text[j].isalnum() or text[j] == "_")
+                ):
+                    # Found in this sentence: go on from the next one (a stopword-like phrase
+                    # can occur dozens of times in a sentence).
+                    s = bisect.bisect_right(bounds, i) - 1
+                    out[s] = True
+                    i = text.find(needle, bounds[s + 1], hi)
+                else:
+                    i = text.find(needle, i + 1, hi)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["StepTimes", "record_steps", "step", "STEPS"]
 
-#: The steps the pipeline marks, in pipeline order. A memoised datastore (the same sources
-#: again) skips the first five.
+#: The steps the pipeline marks, in pipeline order (the last seven inside ``assemble``). A
+#: memoised datastore (the same sources again) skips the first five.
 STEPS = (
     "segment",  # split the sources into sentences, look their keys up in the sentence cache
     "encode_context",  # encode the sentences the cache did not hold
@@ -40,7 +40,14 @@ STEPS = (
     "candidates",  # each answer token's players, by exact distance
     "distance_product",  # inside "candidates": the float32 matrix product that pre-selects them
     "games",  # the exact Shapley values of the token games, per sentence
-    "assemble",  # keywords, support statuses, citations, verdicts
+    "assemble",  # keywords, support statuses, citations, verdicts; inside it:
+    "sentence_facts",  # the datastore sentences' facts for the match rule (remembered per text)
+    "holding",  # the keywords' facts and the sentences holding each (the match rule)
+    "verbatim",  # the sentences holding each keyword word for word (token classes, text)
+    "context_games",  # each keyword's context game per sentence
+    "statuses",  # the predicate game and each keyword's status
+    "citations",  # cited sources ranked, citation objects, sentence verdicts
+    "scores",  # sentence and source scores, the result object
 )
 
 
