@@ -181,3 +181,23 @@ def test_holding_within_some_sentences_is_holding_restricted_to_them():
     last = np.zeros(len(SENTENCES), dtype=bool)
     last[-1] = True  # the last sentence has no "\n" after it
     assert texts.holding_many(["Nobel Prize in 1903"], [last]).tolist() == [last.tolist()]
+
+
+def test_the_predicate_product_sums_in_index_order_whatever_the_blas():
+    # The predicate game's `weights @ scores` through a BLAS rounds by its thread count;
+    # ordered_product sums each cell over the weights' columns in index order, the same
+    # bits as this plain loop, on any machine.
+    from tokenshapley_rag._kernels import ordered_product
+
+    rng = np.random.default_rng(4)
+    weights = rng.random((7, 90)) * (rng.random((7, 90)) < 0.3)  # mostly zero, as a context game's rows
+    scores = rng.normal(size=(90, 400))
+    got = np.empty((7, 400))
+    ordered_product(weights, scores, got)
+    want = np.zeros((7, 400))
+    for i in range(7):
+        for t in range(90):
+            if weights[i, t] != 0.0:
+                want[i] = want[i] + weights[i, t] * scores[t]
+    assert np.array_equal(got, want)
+    np.testing.assert_allclose(got, weights @ scores, rtol=1e-12, atol=1e-12)

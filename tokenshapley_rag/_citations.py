@@ -13,6 +13,7 @@ import numpy as np
 from tokenshapley_rag._context_game import context_weight_rows, span_games
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
+from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
@@ -279,7 +280,8 @@ def keyword_statuses(
         return ["unsupported"] * n_kw, held.copy(), [-1] * n_kw
     # The predicate game: the context game of each keyword's answer sentence over the
     # tokens of no number, date or name keyword (what is said of the subject), whose
-    # exact Shapley values are `weights @ scores` (linearity).
+    # exact Shapley values are `weights @ scores` (linearity), summed in a fixed order so
+    # that no status depends on the BLAS's thread count.
     clause = answer_sentence if answer_clause is None else answer_clause
     weights = context_weight_rows(clause, [m for _, m in cited], 1.0, context_scale)
     value_tokens = np.concatenate(
@@ -288,7 +290,8 @@ def keyword_statuses(
     weights[:, value_tokens] = 0.0
     for r, (_, members) in enumerate(cited):
         weights[r, members] = 0.0
-    predicate = weights @ scores
+    predicate = np.empty((n_kw, n_sent), dtype=np.float64)
+    ordered_product(weights, np.ascontiguousarray(scores, dtype=np.float64), predicate)
     # The claim's anchor: the sources that hold the most of the answer sentence's other
     # numbers, dates and names, its subject (first name) counting twice.
     kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]

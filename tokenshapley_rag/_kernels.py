@@ -13,7 +13,7 @@ import numpy as np
 from tokenshapley_rag.shapley import _shapley_row
 
 __all__ = [
-    "exact_d2", "exact_rows", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
+    "exact_d2", "exact_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
     "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows", "prefix_representatives",
     "probe_rows", "list_products", "widen_halves",
 ]
@@ -145,6 +145,26 @@ def sentence_value_rows_serial(d2, idx, game_classes, use_piece, token_class, pi
 
 
 # ---------------------------------------------------------------- the datastore's search
+
+
+@numba.njit(cache=True, nogil=True)
+def ordered_product(a, b, out):
+    """``out = a @ b`` (float64) with each cell summed over ``a``'s columns in index order:
+    the same bits for any BLAS, thread count or machine load (a BLAS product's rounding
+    depends on its threads; measured: 83 of 200 products of the predicate game's shape
+    differed between one and two OpenBLAS threads). Zero weights are skipped (most of a
+    context-game row is zero), which changes no finite sum."""
+    rows, inner = a.shape
+    cols = b.shape[1]
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = 0.0
+        for t in range(inner):
+            w = a[i, t]
+            if w == 0.0:
+                continue
+            for j in range(cols):
+                out[i, j] += w * b[t, j]
 
 
 @numba.njit(cache=True, nogil=True)
