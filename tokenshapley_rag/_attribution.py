@@ -112,6 +112,11 @@ class TokenShapley:
         ``unsupported`` unless its best source sentence's score, divided by its number of
         tokens, exceeds this (``KeywordCitation.support``).
     device : str, default="cpu"
+        Where the encoder runs: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` (checked before
+        the model loads: an unknown or absent device is an ``InvalidInputError``). On CUDA a
+        context of more than 2,048 tokens is also searched there, exactly: the same players
+        and Shapley values as the host's search, bit for bit (docs/method.md §3). The
+        Shapley values and the support rule run on the CPU.
     dtype : {"float32", "bfloat16", "float16"} or torch.dtype, default="float32"
         Weights and activations of the encoder. ``"bfloat16"`` measured the same span
         accuracy on QuoteSum (docs/reports/performance.md); its speed depends on the CPU's
@@ -139,7 +144,9 @@ class TokenShapley:
         are measured and ordered exactly, so their Shapley values are exact; only which
         far entries are players can differ. At or below the threshold, or for an encoder
         without a shipped quantiser, the search is exact. Measured agreement with exact
-        search and speed: docs/reports/performance.md. None: always exact.
+        search and speed: docs/reports/performance.md. None: always exact. With the
+        encoder on a CUDA device, contexts over 2,048 tokens are searched exactly there
+        instead (``device``), whatever this is.
     max_context_chars : int or None, default=120_000
         The same for all sources together. The defaults bound a cold attribution to
         about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores
