@@ -80,3 +80,12 @@ def test_idle_timeout_must_be_positive_seconds(bad, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--idle-timeout", bad])
     assert "expected a number of seconds > 0" in capsys.readouterr().err
+
+
+def test_the_cache_folder_names_one_service_however_it_is_spelled(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENSHAPLEY_CACHE", str(tmp_path / "cache"))
+    parser = build_parser()
+    base = ["attribute", "--query", "q", "--source", "a", "--response", "r"]
+    assert serve_options(parser.parse_args([*base, "--cache-dir", str(tmp_path / "cache")])) == []
+    other = serve_options(parser.parse_args([*base, "--cache-dir", str(tmp_path / "x" / ".." / "other")]))
+    assert other == ["--cache-dir", str((tmp_path / "other").resolve())]

@@ -139,7 +139,7 @@ def test_daemon_starts_once_serves_later_calls_and_stops(source_files, cache_roo
 
     argv = ["attribute", "--daemon", "--cache-dir", str(cache_root), "--query", QUERY, "--source", *source_files,
             "--response", ANSWER, "--ids-from-names", "--format", "json"]
-    state_file = daemon_folder(cache_root) / f"{daemon_key(['--cache-dir', str(cache_root)])}.json"
+    state_file = daemon_folder(cache_root) / f"{daemon_key(['--cache-dir', str(cache_root.resolve())])}.json"
     try:
         assert main(argv) == 0
         first = capsys.readouterr()

@@ -70,3 +70,16 @@ def test_after_warmup_the_first_attribution_compiles_nothing(tmp_path, cache_roo
     assert all(v["hits"] for v in after.values())
     # the kernels of the candidate search and of the token games are among them
     assert {"tokenshapley_rag._kernels.scan_rows_serial", "tokenshapley_rag._kernels.sequence_rows"} <= set(after)
+
+
+def test_an_engine_with_small_size_limits_still_warms_up(ts, monkeypatch):
+    # `tokenshapley serve --max-source-chars 10` warms up on the demo passages (longer than
+    # that) before serving: the limits are lifted for the warm-up alone, then hold again.
+    from tokenshapley_rag._warmup import warm_up
+    from tokenshapley_rag.errors import TextTooLongError
+
+    monkeypatch.setattr(ts, "max_source_chars", 10)
+    assert warm_up(ts).n_citations > 0
+    assert (ts.max_source_chars, ts.max_context_chars) == (10, ts.config["max_context_chars"])
+    with pytest.raises(TextTooLongError, match="max_source_chars=10"):
+        ts.attribute("When?", ["The Eiffel Tower opened in 1889."], "In 1889.")

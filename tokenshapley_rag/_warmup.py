@@ -16,6 +16,8 @@ warm-up also searches the demo passages on the device, whose short context would
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,17 +53,31 @@ def warm_up(ts: Any) -> WarmupReport:
     9
     """
     question, sources = demo_passages()
-    t0 = time.perf_counter()
-    result = ts.attribute(query=question, sources=sources, response=WARMUP_ANSWER)
-    t1 = time.perf_counter()
-    stream = ts.stream(question, sources)
-    for start in range(0, len(WARMUP_ANSWER), 24):
-        stream.feed(WARMUP_ANSWER[start : start + 24])
-    stream.finish()
-    if ts.pipeline.builder.search_device is not None:
-        _warm_device_search(ts, sources)
-    t2 = time.perf_counter()
+    with _limits_lifted(ts):
+        t0 = time.perf_counter()
+        result = ts.attribute(query=question, sources=sources, response=WARMUP_ANSWER)
+        t1 = time.perf_counter()
+        stream = ts.stream(question, sources)
+        for start in range(0, len(WARMUP_ANSWER), 24):
+            stream.feed(WARMUP_ANSWER[start : start + 24])
+        stream.finish()
+        if ts.pipeline.builder.search_device is not None:
+            _warm_device_search(ts, sources)
+        t2 = time.perf_counter()
     return WarmupReport(t1 - t0, t2 - t1, len(result.citations))
+
+
+@contextmanager
+def _limits_lifted(ts: Any) -> Iterator[None]:
+    """``ts`` without its size limits for the warm-up: an engine configured to refuse
+    sources longer than the demo passages (``tokenshapley serve --max-source-chars 10``)
+    must still warm up, not fail to start. Put back after, whatever happens."""
+    limits = ts.max_source_chars, ts.max_context_chars
+    ts.max_source_chars = ts.max_context_chars = None
+    try:
+        yield
+    finally:
+        ts.max_source_chars, ts.max_context_chars = limits
 
 
 def _warm_device_search(ts: Any, sources: Any) -> None:

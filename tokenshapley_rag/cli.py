@@ -243,9 +243,16 @@ def serve_options(args: argparse.Namespace) -> list[str]:
     """The engine options of ``args`` that differ from the defaults, as ``tokenshapley
     serve`` arguments, in a fixed order (``--daemon`` starts its service with them, and
     they name it)."""
+    from tokenshapley_rag._files import default_cache_dir
+
     out: list[str] = []
     for name, default in ENGINE_DEFAULTS.items():
         value = getattr(args, name)
+        if name == "cache_dir" and value is not None:
+            # One folder, one service, however it is spelled (the default one named included).
+            value = str(Path(value).expanduser().resolve())
+            if value == str(default_cache_dir().expanduser().resolve()):
+                value = None
         if value == default:
             continue
         flag = f"--{name.replace('_', '-')}"
