@@ -35,7 +35,7 @@ from pathlib import Path
 from tokenshapley_rag._files import default_cache_dir, exclusive_lock, write_json_atomic
 from tokenshapley_rag.errors import AttributionServiceError
 
-__all__ = ["DAEMON_IDLE_SECONDS", "Daemon", "daemon_for", "find_daemon", "stop_daemon"]
+__all__ = ["DAEMON_IDLE_SECONDS", "Daemon", "daemon_for", "find_daemon", "running_daemon", "stop_daemon"]
 
 #: A background service stops after this long without a request.
 DAEMON_IDLE_SECONDS = 900.0
@@ -99,8 +99,8 @@ def daemon_for(
     :class:`AttributionServiceError` (``code="daemon_failed"``) when a new one exits or
     does not answer within ``start_timeout`` seconds, quoting the end of its log."""
     key = daemon_key(serve_args)
-    folder = daemon_folder(cache_dir)
-    state_file = folder / f"{key}.json"
+    state_file = _state_file(serve_args, cache_dir)
+    folder = state_file.parent
     with exclusive_lock(folder / f"{key}.lock"):
         daemon = find_daemon(state_file)
         if daemon is not None:
@@ -112,9 +112,18 @@ def daemon_for(
         return daemon
 
 
+def _state_file(serve_args: list[str], cache_dir: str | os.PathLike | None) -> Path:
+    return daemon_folder(cache_dir) / f"{daemon_key(serve_args)}.json"
+
+
+def running_daemon(serve_args: list[str], *, cache_dir: str | os.PathLike | None = None) -> Daemon | None:
+    """The background service of these options, if one runs and answers."""
+    return find_daemon(_state_file(serve_args, cache_dir))
+
+
 def stop_daemon(serve_args: list[str], *, cache_dir: str | os.PathLike | None = None) -> bool:
     """Stop the background service of these options; whether one was running."""
-    state_file = daemon_folder(cache_dir) / f"{daemon_key(serve_args)}.json"
+    state_file = _state_file(serve_args, cache_dir)
     daemon = find_daemon(state_file)
     state_file.unlink(missing_ok=True)
     if daemon is None:

@@ -224,14 +224,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_daemon(args: argparse.Namespace) -> int:
-    from tokenshapley_rag._daemon import daemon_folder, daemon_key, find_daemon, stop_daemon
+    from tokenshapley_rag._daemon import running_daemon, stop_daemon
 
     options = serve_options(args)
     if args.action == "stop":
         stopped = stop_daemon(options, cache_dir=args.cache_dir)
         _status("Stopped the background service." if stopped else "No background service runs with these options.")
         return 0
-    daemon = find_daemon(daemon_folder(args.cache_dir) / f"{daemon_key(options)}.json")
+    daemon = running_daemon(options, cache_dir=args.cache_dir)
     if daemon is None:
         print("not running")
         return 3
