@@ -569,19 +569,10 @@ def cmd_probe(args: argparse.Namespace) -> None:
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))
 
 
-def _context_ready(ts, size: int) -> None:
-    """Room for ``size`` context tokens in the sentence cache's memory tier and the memos."""
-    ts.cache.memory_items = max(ts.cache.memory_items, size)
-    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
-                 ts.pipeline._facts_of_sentence):
-        memo.size = max(memo.size, size)
-
-
 def _forget_everything(ts) -> None:
     """An empty sentence cache and empty memos: the next call is cold."""
     ts.cache._memory.clear()
-    ts.pipeline.builder.forget()
-    ts.pipeline._facts_of_sentence.clear()
+    ts.pipeline.forget()
 
 
 def cmd_long(args: argparse.Namespace) -> None:
@@ -607,7 +598,7 @@ def cmd_long(args: argparse.Namespace) -> None:
     builder = ts.pipeline.builder
     if not cuda:  # a dry run: the device path on torch's CPU (the library keeps a CPU encoder's search on the host)
         builder.search_device = torch.device(args.device)
-    _context_ready(ts, 1 << 17)
+    lcb.keep_in_memory(ts, 1 << 17)
     data = Path(args.data)
     pool = lcb.nq_passages(data)
     quotesum, verigran = load_dataset("quotesum", data), load_dataset("verigran", data)

@@ -49,6 +49,16 @@ def nq_passages(data: Path) -> list[str]:
     return out
 
 
+def keep_in_memory(ts, items: int) -> None:
+    """Room for ``items`` sentences in the sentence cache's memory tier and the pipeline's
+    memos: a long context holds more sentences than their defaults, and a warm rebuild
+    should find them all in memory."""
+    ts.cache.memory_items = items
+    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
+                 ts.pipeline._facts_of_sentence):
+        memo.size = items
+
+
 def padded(ts, own: list, pool: list[str], target: int) -> list:
     """``own`` sources, then NQ passages in file order until about ``target`` tokens."""
     from tokenshapley_rag._types import Source
@@ -175,10 +185,7 @@ def cold_peak(args) -> dict:
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     ts = TokenShapley(use_disk_cache=False, max_source_chars=None, max_context_chars=None)
-    ts.cache.memory_items = 1 << 17
-    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
-                 ts.pipeline._facts_of_sentence):
-        memo.size = 1 << 17
+    keep_in_memory(ts, 1 << 17)
     data = Path(args.data)
     ex = load_dataset("quotesum", data)[0]
     sources = padded(ts, list(ex.sources), nq_passages(data), args.cold_peak)
@@ -272,11 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     threshold = args.threshold
     ts = TokenShapley(cache_dir=args.cache_dir, max_source_chars=None, max_context_chars=None)
-    # Long contexts hold more sentences than the default memory tier: keep them all in memory.
-    ts.cache.memory_items = 1 << 16
-    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
-                 ts.pipeline._facts_of_sentence):
-        memo.size = 1 << 16
+    keep_in_memory(ts, 1 << 16)
     data = Path(args.data)
     pool = nq_passages(data)
     quotesum = load_dataset("quotesum", data)

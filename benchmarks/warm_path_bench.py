@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from long_context_bench import load_avg, nq_passages, padded, timed_attribute  # noqa: E402
+from long_context_bench import keep_in_memory, load_avg, nq_passages, padded, timed_attribute  # noqa: E402
 
 # Steps that contain other steps: their parts are not added again to the call's total.
 NESTED = {"distance_product": "candidates", "sentence_facts": "assemble", "holding": "assemble",
@@ -49,11 +49,7 @@ def engine(args):
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     ts = TokenShapley(cache_dir=args.cache_dir, max_source_chars=None, max_context_chars=None,
                       approximate_above=args.threshold)
-    # Long contexts hold more sentences than the default memory tier: keep them all in memory.
-    ts.cache.memory_items = 1 << 16
-    for memo in (ts.pipeline.builder._splits_of_source, ts.pipeline.builder._classes_of_sentence,
-                 ts.pipeline._facts_of_sentence):
-        memo.size = 1 << 16
+    keep_in_memory(ts, 1 << 16)
     return ts
 
 

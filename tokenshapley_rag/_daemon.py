@@ -99,7 +99,7 @@ def daemon_for(
     :class:`AttributionServiceError` (``code="daemon_failed"``) when a new one exits or
     does not answer within ``start_timeout`` seconds, quoting the end of its log."""
     key = daemon_key(serve_args)
-    state_file = _state_file(serve_args, cache_dir)
+    state_file = _state_file(key, cache_dir)
     folder = state_file.parent
     with exclusive_lock(folder / f"{key}.lock"):
         daemon = find_daemon(state_file)
@@ -112,18 +112,18 @@ def daemon_for(
         return daemon
 
 
-def _state_file(serve_args: list[str], cache_dir: str | os.PathLike | None) -> Path:
-    return daemon_folder(cache_dir) / f"{daemon_key(serve_args)}.json"
+def _state_file(key: str, cache_dir: str | os.PathLike | None) -> Path:
+    return daemon_folder(cache_dir) / f"{key}.json"
 
 
 def running_daemon(serve_args: list[str], *, cache_dir: str | os.PathLike | None = None) -> Daemon | None:
     """The background service of these options, if one runs and answers."""
-    return find_daemon(_state_file(serve_args, cache_dir))
+    return find_daemon(_state_file(daemon_key(serve_args), cache_dir))
 
 
 def stop_daemon(serve_args: list[str], *, cache_dir: str | os.PathLike | None = None) -> bool:
     """Stop the background service of these options; whether one was running."""
-    state_file = _state_file(serve_args, cache_dir)
+    state_file = _state_file(daemon_key(serve_args), cache_dir)
     daemon = find_daemon(state_file)
     state_file.unlink(missing_ok=True)
     if daemon is None:

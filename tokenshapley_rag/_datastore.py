@@ -335,16 +335,8 @@ class Datastore:
         """``carries[t, s] = True`` where sentence ``s`` holds an entry of row ``t``'s class
         (its piece class where ``use_piece[t]``): what the host scan notes as it passes,
         read here from the entries grouped by class."""
-        for piece in (False, True):
-            rows = np.flatnonzero(use_piece == piece)
-            if not rows.size:
-                continue
-            order, sorted_class = self._groups[piece]
-            starts = np.searchsorted(sorted_class, classes[rows], side="left")
-            ends = np.searchsorted(sorted_class, classes[rows], side="right")
-            for t, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist()):
-                if b > a:
-                    carries[t, self.sentence_of[order[a:b]]] = True
+        for t, (cls, piece) in enumerate(zip(classes.tolist(), use_piece.tolist())):
+            carries[t, self.sentence_of[self.members_of_class(cls, piece)]] = True
 
     def _probe_candidates(self, q, q_norms, classes, use_piece, n_match, d_out, i_out, carries) -> np.ndarray:
         """The approximate search (class docstring); returns, per row, whether it found

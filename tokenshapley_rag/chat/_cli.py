@@ -99,12 +99,10 @@ def run_service(args: argparse.Namespace, make_engine: Callable[[argparse.Namesp
     stop = f"; it stops after {idle:g} s without a request" if idle else " (Ctrl+C stops)"
     print(f"Serving attribution on http://{args.host}:{args.port}/attribute{stop}; "
           f"`tokenshapley attribute --server http://{args.host}:{args.port} ...` uses it", file=sys.stderr, flush=True)
-    if not idle:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-        return 0
-    watched = IdleWatch(app)
-    server = uvicorn.Server(uvicorn.Config(watched, host=args.host, port=args.port, log_level="warning"))
-    threading.Thread(target=watched.stop_when_idle, args=(server, idle), daemon=True).start()
+    served = IdleWatch(app) if idle else app
+    server = uvicorn.Server(uvicorn.Config(served, host=args.host, port=args.port, log_level="warning"))
+    if idle:
+        threading.Thread(target=served.stop_when_idle, args=(server, idle), daemon=True).start()
     server.run()
     return 0
 
