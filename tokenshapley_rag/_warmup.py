@@ -45,6 +45,8 @@ class WarmupReport:
 
 def warm_up(ts: Any) -> WarmupReport:
     """Attribute and stream a fixed answer over the bundled demo passages with ``ts``.
+    Run it before ``ts`` serves anything: the engine's size limits are lifted while it
+    runs (the demo passages may be longer than they allow), and put back after.
 
     Examples
     --------
