@@ -188,6 +188,34 @@ def test_threshold_zero_gives_the_exact_citations_on_a_real_example(ts, monkeypa
     assert got.citations and got.citations == want.citations
     cached = approx.cache.get(approx.encoder.cache_key, "The Eiffel Tower is in Paris.")
     assert cached is not None and cached.lists_of == approx.pipeline.builder.quantiser.digest
+    # The lists are remembered with the indexed sources: a new list of them assigns none.
+    assigned = []
+    quantiser = approx.pipeline.builder.quantiser
+    monkeypatch.setattr(approx.pipeline.builder, "quantiser", _Counting(quantiser, assigned))
+    assert approx.build_datastore(sources[::-1]).approximate and assigned == []
+    # A source first indexed for an exact search gets its lists once, when a long context
+    # needs them.
+    builder = approx.pipeline.builder
+    builder.approximate_above = None
+    extra = "The Louvre is the world's most-visited museum."
+    assert not approx.build_datastore([extra]).approximate and assigned == []
+    builder.approximate_above = 0
+    assert approx.build_datastore([extra, *sources]).approximate and len(assigned) == 1
+    assert approx.build_datastore([*sources, extra]).approximate and len(assigned) == 1
+
+
+class _Counting:
+    """A quantiser that notes how many keys it assigns."""
+
+    def __init__(self, quantiser, assigned):
+        self._quantiser, self._assigned = quantiser, assigned
+
+    def __getattr__(self, name):
+        return getattr(self._quantiser, name)
+
+    def assign(self, keys):
+        self._assigned.append(len(keys))
+        return self._quantiser.assign(keys)
 
 
 def test_the_probed_search_does_not_depend_on_thread_counts():

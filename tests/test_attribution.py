@@ -279,6 +279,55 @@ def test_datastore_of_the_same_sources_is_remembered(cache_root, monkeypatch):
     assert len(big.pipeline.builder._datastores) == 0
 
 
+def test_known_sources_in_a_new_list_are_not_indexed_again(cache_root, monkeypatch):
+    """A new list of sources the builder has indexed before (IndexedSource: spans, cache
+    entries, classes, float32 keys and norms) is stacked from them, with no sentence cache
+    lookup and no widening, into the datastore a fresh build gives: the same keys bit for
+    bit and the same result."""
+    from tokenshapley_rag import _datastore, _indexing
+
+    ts = TokenShapley(cache_dir=cache_root)
+    ts.attribute(QUERY, SOURCES, ANSWER)
+    lookups = ts.cache.hits + ts.cache.misses
+    widened = []
+    real = _indexing.widened_keys
+    monkeypatch.setattr(_indexing, "widened_keys", lambda *a: widened.append(a[1]) or real(*a))
+    new_list = [SOURCES[2], SOURCES[0]]
+    store = ts.pipeline.datastore_for(new_list)
+    got = ts.attribute(QUERY, new_list, ANSWER).to_dict()
+    assert ts.cache.hits + ts.cache.misses == lookups and widened == []
+    assert store._keys is None  # the exact search read the keys in their blocks
+    # ... and finds what the search over one stacked array finds.
+    stacked = store.searched_on_host()
+    rng = np.random.default_rng(0)
+    queries = stacked.keys[::5] + rng.normal(scale=3.0, size=stacked.keys[::5].shape).astype(np.float32)
+    for a, b in zip(store.game_candidates(queries, stacked.token_class[::5], 10, 4),
+                    stacked.game_candidates(queries, stacked.token_class[::5], 10, 4)):
+        np.testing.assert_array_equal(a, b)
+    assert store._keys is None and stacked._keys is not None
+    ts.pipeline.forget()
+    fresh = ts.pipeline.datastore_for(new_list)
+    assert widened and ts.cache.hits + ts.cache.misses > lookups
+    np.testing.assert_array_equal(store.keys, fresh.keys)
+    assert store.sentences == fresh.sentences
+    np.testing.assert_array_equal(store.token_class, fresh.token_class)
+    assert got == ts.attribute(QUERY, new_list, ANSWER).to_dict()
+    # A source list repeated twice, and an empty source, index like any other.
+    twice = ts.pipeline.datastore_for([SOURCES[1], SOURCES[1], Source("empty", " ")])
+    assert twice.size == 2 * ts.pipeline.datastore_for([SOURCES[1]]).size
+    assert sorted({r.source_index for r in twice.sentences}) == [0, 1]
+    # Only the last INDEXED_SOURCE_MEMO_TOKENS tokens' worth of sources are kept.
+    monkeypatch.setattr(_indexing, "INDEXED_SOURCE_MEMO_TOKENS", 30)
+    small = TokenShapley(cache_dir=cache_root)
+    small.attribute(QUERY, SOURCES, ANSWER)
+    kept = small.pipeline.builder._indexed_sources.values()
+    assert 0 < sum(known.tokens for known in kept) <= 30 and len(kept) < len(SOURCES)
+    with pytest.raises(ValueError, match="source_keys"):
+        entry = ts.cache.get(ts.encoder.cache_key, store.sentences[0].text)
+        _datastore.Datastore(store.sentences[:1], [entry], [store.token_class[: len(entry.ids)]],
+                             source_keys=[(store.keys[:1], store._norms[:1])])  # one key for several entries
+
+
 def test_unicode_offsets(ts):
     sources = ["東京は日本の首都です。人口は1400万人です。", "Le café « Chez Zoë » ouvre à 7 h. Ünïcödé naïve test ☕🎉."]
     answer = "Tokyo (東京) has 1400万人; Zoë's café ☕ opens at 7 h, na\u0308ive 🎉."

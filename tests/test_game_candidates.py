@@ -28,7 +28,10 @@ from tokenshapley_rag._types import Source
 from tokenshapley_rag.shapley import knn_shapley_batch
 
 
-def _random_store(rng, token_ids, hidden=6, n_classes=4, scale=3.0):
+def _random_store(rng, token_ids, hidden=6, n_classes=4, scale=3.0, blocks=None):
+    """A datastore of random keys; ``blocks``: a random generator that splits the entries
+    into consecutive source blocks (``source_keys``, some empty) whose keys the exact host
+    search reads in place."""
     records = [SentenceRecord(i % 3, i, 0, 1, f"s{i}") for i in range(len(token_ids))]
     entries = [
         CachedSentence(ids=ids, offsets=np.zeros((len(ids), 2), np.int64),
@@ -37,7 +40,14 @@ def _random_store(rng, token_ids, hidden=6, n_classes=4, scale=3.0):
     ]
     words = [ids % n_classes for ids in token_ids]
     pieces = [(ids // 2) % n_classes for ids in token_ids]
-    return Datastore(records, entries, words, pieces)
+    source_keys = None
+    if blocks is not None:
+        cuts = np.sort(blocks.integers(0, len(entries) + 1, size=blocks.integers(0, 4)))
+        source_keys = []
+        for a, b in zip([0, *cuts], [*cuts, len(entries)]):
+            keys = np.concatenate([e.keys for e in entries[a:b]] or [np.zeros((0, hidden))]).astype(np.float32)
+            source_keys.append((keys, np.einsum("nd,nd->n", keys, keys)))
+    return Datastore(records, entries, words, pieces, source_keys=source_keys)
 
 
 def _oracle(store, queries, classes, pieces, m, n_match):
@@ -88,12 +98,12 @@ def _mirror_queries(store, rng, n):
     mixed=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
 )
-@pytest.mark.parametrize("where", ["host", "cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+@pytest.mark.parametrize("where", ["host", "blocks", "cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
 def test_game_candidates_equal_the_mask_based_searches(where, sizes, copies, n_queries, m, mixed, seed):
     rng = np.random.default_rng(seed)
     token_ids = [rng.integers(0, 12, size=n).astype(np.int64) for n in sizes]
     token_ids += [token_ids[0].copy() for _ in range(copies)]  # equal sentences: exactly tied keys
-    store = _random_store(rng, token_ids)
+    store = _random_store(np.random.default_rng(seed + 1), token_ids)
     if not store.size:
         return
     queries = (rng.normal(size=(n_queries, 6)) * 3).astype(np.float32)
@@ -102,8 +112,20 @@ def test_game_candidates_equal_the_mask_based_searches(where, sizes, copies, n_q
     classes = rng.integers(0, 4, size=n_queries)
     pieces = rng.random(n_queries) < 0.3
     n_match = min(m, store.size) // 2 if mixed else 0
-    searched = store if where == "host" else _on_device(store, where)
-    d2, idx, carries = searched.game_candidates(queries, classes, m, n_match, pieces)
+    if where == "blocks":
+        # The same keys left in source blocks; room for 1-3 kept entries a row, so that
+        # rows with more (ties) take the second, roomier pass.
+        searched = _random_store(np.random.default_rng(seed + 1), token_ids, blocks=rng)
+        old_room = _datastore._KEPT_PER_ROW
+        _datastore._KEPT_PER_ROW = int(rng.integers(1, 4))
+        try:
+            d2, idx, carries = searched.game_candidates(queries, classes, m, n_match, pieces)
+        finally:
+            _datastore._KEPT_PER_ROW = old_room
+        assert searched._keys is None  # searched in place: no stacked copy was made
+    else:
+        searched = store if where == "host" else _on_device(store, where)
+        d2, idx, carries = searched.game_candidates(queries, classes, m, n_match, pieces)
     want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
     # Exact equality: both order the same float64 distances (exact_distances, a function
     # of the two vectors' bits) by (distance, index); the scan's float32 pre-selection
@@ -200,8 +222,13 @@ def test_candidates_and_values_are_identical_for_any_block_and_thread_count(monk
             got = run()
         for a, b in zip(got, reference):
             np.testing.assert_array_equal(a, b, err_msg=f"rows {rows}, threads {numba_threads}/{blas_threads}")
-    # numpy's float32 product (used when torch may multiply float32 in a lower precision).
-    monkeypatch.setattr(_datastore, "_torch_matmul_is_ieee", lambda: False)
+    # Another BLAS (torch's, which blocks and sums differently from numpy's OpenBLAS).
+    def torch_partial(self, q):
+        with torch.inference_mode():
+            return torch.addmm(torch.from_numpy(self._norms)[None, :], torch.from_numpy(q),
+                               torch.from_numpy(self.keys).T, alpha=-2.0).numpy()
+
+    monkeypatch.setattr(_datastore.Datastore, "_partial_distances", torch_partial)
     for a, b in zip(run(), reference):
         np.testing.assert_array_equal(a, b)
 
@@ -479,14 +506,14 @@ def test_widening_float16_keys_is_numpys_conversion_for_every_value():
 
 
 def test_stacked_keys_equal_a_plain_concatenation():
-    from tokenshapley_rag._datastore import _float32_rows, _stacked_rows
+    from tokenshapley_rag._datastore import widened_keys, _stacked_rows
 
     rng = np.random.default_rng(5)
     halves = [rng.standard_normal((n, 6)).astype(np.float16) for n in (3, 0, 5, 1)]
     wide = np.full((2, 6), 1e6, dtype=np.float32)  # a block beyond float16's range stays float32
     for blocks in (halves, halves[:2] + [wide] + halves[2:], [np.zeros((0, 6), np.float16)]):
         rows = sum(b.shape[0] for b in blocks)
-        got = _float32_rows(blocks, rows, 6)
+        got = widened_keys(blocks, rows, 6)
         want = np.concatenate([b.astype(np.float32) for b in blocks]) if rows else np.zeros((0, 6), np.float32)
         assert got.dtype == np.float32 and np.array_equal(got, want)
         stacked = _stacked_rows(blocks, rows, 6)  # what goes to a device: float16 where every block is

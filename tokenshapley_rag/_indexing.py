@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from tokenshapley_rag._datastore import Datastore, SentenceRecord
+from tokenshapley_rag._datastore import Datastore, SentenceRecord, widened_keys
 from tokenshapley_rag._defaults import DEVICE_SEARCH_ABOVE
 from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
@@ -27,9 +27,33 @@ __all__ = ["DatastoreBuilder"]
 # at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
 DATASTORE_MEMO_ITEMS = 4
 DATASTORE_MEMO_TOKENS = 65_536
+# Context tokens whose sources are remembered as indexed (DatastoreBuilder.build): float32 keys,
+# ~2.3 KB a token at SmolLM2's width, so at most ~300 MB.
+INDEXED_SOURCE_MEMO_TOKENS = 131_072
 # Lists probed per answer token on the approximate path (of the quantiser's 256), chosen on
 # QuoteSum and VeriGran dev padded to 16k and 64k tokens (docs/reports/performance.md).
 PROBES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSource:
+    """One source as a datastore holds it, remembered per source text
+    (:meth:`DatastoreBuilder.build`): its sentences (and pieces) as ``(start, end, text)``
+    spans, their cache entries and token classes, and their keys widened to float32 in one
+    block with their squared norms. Retrieved chunks recur in new combinations; a new
+    source list of known chunks then stacks these blocks instead of looking up, classing
+    and widening every sentence again (docs/reports/performance.md, "Long contexts: the
+    warm path outside the search")."""
+
+    spans: tuple[tuple[int, int, str], ...]
+    entries: tuple[CachedSentence, ...]
+    classes: tuple[tuple[np.ndarray, np.ndarray], ...]  # per sentence: (token classes, piece classes)
+    keys: np.ndarray  # (tokens, hidden) float32
+    norms: np.ndarray  # (tokens,) float32
+
+    @property
+    def tokens(self) -> int:
+        return self.keys.shape[0]
 
 
 class DatastoreBuilder:
@@ -66,10 +90,12 @@ class DatastoreBuilder:
         self._splits_of_source = LRUMemo(cache.memory_items)  # source text -> sentence spans
         self._classes_of_sentence = LRUMemo(cache.memory_items)  # text -> (classes, pieces)
         self._datastores = LRUMemo(DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
+        # source text -> IndexedSource, weighed by tokens
+        self._indexed_sources = LRUMemo(cache.memory_items, max_weight=INDEXED_SOURCE_MEMO_TOKENS)
 
     def forget(self) -> None:
         """Empty the memos (the sentence cache is kept)."""
-        for memo in (self._splits_of_source, self._classes_of_sentence, self._datastores):
+        for memo in (self._splits_of_source, self._classes_of_sentence, self._datastores, self._indexed_sources):
             memo.clear()
 
     def sentences(
@@ -116,9 +142,13 @@ class DatastoreBuilder:
     def build(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
         """Encode (or load from cache) the keys of every sentence of ``sources``; with
         ``progress``, a progress bar of the tokens to encode on stderr. ``cancel`` is
-        checked after each forward pass of the encoder."""
+        checked after each forward pass of the encoder. Sources indexed by an earlier
+        build (:class:`IndexedSource`, the last ``INDEXED_SOURCE_MEMO_TOKENS`` tokens'
+        worth) are taken as they are."""
         with step("segment"):
-            records, entries, sentence_tokens = self.sentences(sources)
+            indexed: list[IndexedSource | None] = self._indexed_sources.get_many([src.text for src in sources])
+            todo = list({src.text: src for src, known in zip(sources, indexed) if known is None}.values())
+            records, entries, sentence_tokens = self.sentences(todo)
         key = self.encoder.cache_key
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing:
@@ -143,24 +173,66 @@ class DatastoreBuilder:
                     bar.close()
             with step("store_keys"):
                 new = [CachedSentence(ids=tok.ids, offsets=tok.offsets, keys=storage_keys(st)) for tok, st in zip(toks, states)]
-                total = sum(len(e.ids) for e in entries if e is not None) + sum(len(e.ids) for e in new)
+                total = (sum(known.tokens for known in indexed if known is not None)
+                         + sum(len(e.ids) for e in entries if e is not None) + sum(len(e.ids) for e in new))
                 if self.searches_approximately(total):  # their lists, so each file is written once
                     new = self._with_lists([records[i] for i in missing], new, write=False)
                 for i, entry in zip(missing, new):
                     self.cache.put(key, records[i].text, entry)
                     entries[i] = entry
-        done = [e for e in entries if e is not None]
         with step("sentence_classes"):
-            classes = [self.sentence_classes(r.text, e) for r, e in zip(records, done)]
-        pieces = [p for _, p in classes] if self.piece_classes else None
+            classes = [self.sentence_classes(r.text, e) for r, e in zip(records, entries)]
         with step("index"):
-            entries = sum(len(e.ids) for e in done)
-            if self.searches_on_device(entries):
-                return Datastore(records, done, [c for c, _ in classes], pieces, search_device=self.search_device)
-            if not self.searches_approximately(entries):
-                return Datastore(records, done, [c for c, _ in classes], pieces)
-            done = self._with_lists(records, done)
-            return Datastore(records, done, [c for c, _ in classes], pieces, quantiser=self.quantiser, probes=PROBES)
+            fresh = self._index(todo, records, entries, classes)
+            indexed = [known if known is not None else fresh[src.text] for src, known in zip(sources, indexed)]
+            return self._datastore(sources, indexed)
+
+    def _index(
+        self, sources: list[Source], records: list[SentenceRecord], entries: list[CachedSentence],
+        classes: list[tuple[np.ndarray, np.ndarray]],
+    ) -> dict[str, IndexedSource]:
+        """:class:`IndexedSource` of each of ``sources`` (their sentences' ``records``,
+        ``entries`` and ``classes`` in order, as :meth:`sentences` lists them), remembered."""
+        width = next((e.keys.shape[1] for e in entries if e.keys.ndim == 2), 0)
+        out: dict[str, IndexedSource] = {}
+        a = 0
+        for si, src in enumerate(sources):
+            b = a
+            while b < len(records) and records[b].source_index == si:
+                b += 1
+            tokens = sum(len(e.ids) for e in entries[a:b])
+            keys = widened_keys([e.keys for e in entries[a:b]], tokens, width)
+            out[src.text] = known = IndexedSource(
+                spans=tuple((r.start, r.end, r.text) for r in records[a:b]), entries=tuple(entries[a:b]),
+                classes=tuple(classes[a:b]), keys=keys, norms=np.einsum("nd,nd->n", keys, keys),
+            )
+            self._indexed_sources.put(src.text, known, weight=max(tokens, 1))
+            a = b
+        return out
+
+    def _datastore(self, sources: list[Source], indexed: list[IndexedSource]) -> Datastore:
+        """The datastore of ``sources``, indexed: searched exactly on the host, on the
+        encoder's device, or approximately, by its size."""
+        records = [SentenceRecord(si, index, start, end, text) for si, known in enumerate(indexed)
+                   for index, (start, end, text) in enumerate(known.spans)]
+        done = [e for known in indexed for e in known.entries]
+        token_classes = [c for known in indexed for c, _ in known.classes]
+        pieces = [p for known in indexed for _, p in known.classes] if self.piece_classes else None
+        entries = sum(known.tokens for known in indexed)
+        if self.searches_on_device(entries):
+            return Datastore(records, done, token_classes, pieces, search_device=self.search_device)
+        source_keys = [(known.keys, known.norms) for known in indexed]
+        if not self.searches_approximately(entries):
+            return Datastore(records, done, token_classes, pieces, source_keys=source_keys)
+        listed = self._with_lists(records, done)
+        if any(new is not old for new, old in zip(listed, done)):  # remember the lists with the sources
+            a = 0
+            for src, known in zip(sources, indexed):
+                b = a + len(known.entries)
+                self._indexed_sources.put(src.text, replace(known, entries=tuple(listed[a:b])), weight=max(known.tokens, 1))
+                a = b
+        return Datastore(records, listed, token_classes, pieces, quantiser=self.quantiser, probes=PROBES,
+                         source_keys=source_keys)
 
     def searches_approximately(self, entries: int) -> bool:
         """Whether a datastore of ``entries`` entries is searched approximately."""

@@ -11,11 +11,21 @@ __all__ = ["LRUMemo"]
 
 class LRUMemo:
     """A thread-safe least-recently-used dict of at most ``size`` items (what
-    TokenShapley remembers between calls: datastores, source splits, sentence classes)."""
+    TokenShapley remembers between calls: datastores, source splits, sentence classes),
+    and, with ``max_weight``, of at most that total weight (each item's weight given to
+    :meth:`put`, e.g. its tokens): the least recently used items go first.
 
-    def __init__(self, size: int) -> None:
+    >>> memo = LRUMemo(8, max_weight=10)
+    >>> memo.put("a", 1, weight=6); memo.put("b", 2, weight=6); memo.get("a"), memo.get("b")
+    (None, 2)
+    """
+
+    def __init__(self, size: int, *, max_weight: int | None = None) -> None:
         self.size = size
+        self.max_weight = max_weight
         self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._weights: dict[Any, int] = {}
+        self._weight = 0
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
@@ -36,12 +46,20 @@ class LRUMemo:
                     items.move_to_end(key)
         return values
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: Any, value: Any, *, weight: int = 1) -> None:
+        """Remember ``value`` under ``key``; an item heavier than ``max_weight`` on its own
+        is not kept."""
         with self._lock:
+            self._weight -= self._weights.pop(key, 0)
+            self._items.pop(key, None)
+            if self.max_weight is not None and weight > self.max_weight:
+                return
             self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self._weights[key] = weight
+            self._weight += weight
+            while len(self._items) > self.size or (self.max_weight is not None and self._weight > self.max_weight):
+                old, _ = self._items.popitem(last=False)
+                self._weight -= self._weights.pop(old)
 
     def values(self) -> list[Any]:
         with self._lock:
@@ -50,6 +68,8 @@ class LRUMemo:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._weights.clear()
+            self._weight = 0
 
     def __len__(self) -> int:
         return len(self._items)
