@@ -105,9 +105,10 @@ class Datastore:
     entries : list of CachedSentence
         One per sentence, same order.
     token_classes : list of ndarray
-        Per sentence, the match class of each token (see ``TokenShapley``'s ``match``).
+        The match class of each token (see ``TokenShapley``'s ``match``), in arrays whose
+        concatenation follows the entries (one per sentence, or one per source).
     piece_classes : list of ndarray or None
-        Per sentence, a second, finer-grained class of each token (the token's own
+        Likewise, a second, finer-grained class of each token (the token's own
         normalized text when ``token_classes`` are word classes), for answer tokens that
         match by piece (``pieces=True`` in the searches); None: the same as
         ``token_classes``.
@@ -190,9 +191,11 @@ class Datastore:
         self.piece_class = (
             np.concatenate(piece_classes) if self.size and piece_classes is not None else self.token_class
         )
-        # Entries grouped by class (computed once): a class's members are one slice.
+        # Entries grouped by class (computed once, the piece classes' at first use): a
+        # class's members are one slice.
         self._groups = {False: _group(self.token_class)}
-        self._groups[True] = self._groups[False] if piece_classes is None else _group(self.piece_class)
+        if piece_classes is None:
+            self._groups[True] = self._groups[False]
         if self._stacked is not None:
             self._device_index = self._copy_to_device(self._stacked, norms=None)
             self._norms = self._device_index.norms.cpu().numpy()
@@ -383,7 +386,7 @@ class Datastore:
             list_products(q, self.keys, self._norms, probe.order, probe.starts, pair_order, pair_starts, n_probes,
                           slot_base, products)
         found = np.zeros(q.shape[0], dtype=np.int64)
-        (token_order, token_sorted), (piece_order, piece_sorted) = self._groups[False], self._groups[True]
+        (token_order, token_sorted), (piece_order, piece_sorted) = self._grouped(False), self._grouped(True)
         probe_rows(q, q_norms, self.keys, self._norms, self._key_margin, self._rel, self._representative,
                    self.token_class, self.piece_class, self.sentence_of, classes, use_piece, n_match, probes,
                    probe.order, probe.starts, token_order, token_sorted, piece_order, piece_sorted, products,
@@ -534,10 +537,17 @@ class Datastore:
                            (no_mask if mask is None else mask)[a:b], mask is not None, d_out[a:b], i_out[a:b])
         return out
 
+    def _grouped(self, piece: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The entries sorted by token class (piece class with ``piece``), and their classes
+        in that order (:func:`_group`)."""
+        if piece not in self._groups:
+            self._groups[piece] = _group(self.piece_class)
+        return self._groups[piece]
+
     def members_of_class(self, cls: int, piece: bool = False) -> np.ndarray:
         """Indices of the entries whose token class (piece class with ``piece``) is ``cls``
         (ascending)."""
-        order, sorted_class = self._groups[bool(piece)]
+        order, sorted_class = self._grouped(bool(piece))
         lo, hi = np.searchsorted(sorted_class, [cls, cls + 1])
         return order[lo:hi]
 
@@ -591,7 +601,7 @@ class Datastore:
         flat = np.concatenate([np.asarray(q, dtype=np.int64).ravel() for q in sequences])
         bounds = np.zeros(len(sequences) + 1, dtype=np.int64)
         np.cumsum([np.asarray(q).size for q in sequences], out=bounds[1:])
-        order, sorted_class = self._groups[False]
+        order, sorted_class = self._grouped(False)
         sequence_rows(self.token_class, self.sentence_of, order, sorted_class, flat, bounds, out)
         return out
 

@@ -23,8 +23,10 @@ from tokenshapley_rag._types import Source
 
 __all__ = ["DatastoreBuilder"]
 
-# Datastores of the last few source lists kept per builder (see DatastoreBuilder.datastore_for):
-# at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case.
+# Datastores of the last few source lists kept per builder (see DatastoreBuilder.datastore_for).
+# Their keys are the indexed sources' blocks, shared, not copied; a datastore whose sources have
+# left the IndexedSource memo keeps their blocks alive: at most 4 x 65,536 entries x ~2.3 KB =
+# ~600 MB in the worst case, on top of that memo's ~300 MB.
 DATASTORE_MEMO_ITEMS = 4
 DATASTORE_MEMO_TOKENS = 65_536
 # Context tokens whose sources are remembered as indexed (DatastoreBuilder.build): float32 keys,
@@ -47,7 +49,8 @@ class IndexedSource:
 
     spans: tuple[tuple[int, int, str], ...]
     entries: tuple[CachedSentence, ...]
-    classes: tuple[tuple[np.ndarray, np.ndarray], ...]  # per sentence: (token classes, piece classes)
+    token_class: np.ndarray  # (tokens,): each token's match class, its sentences' in order
+    piece_class: np.ndarray  # (tokens,): each token's piece class
     keys: np.ndarray  # (tokens, hidden) float32
     norms: np.ndarray  # (tokens,) float32
 
@@ -204,7 +207,8 @@ class DatastoreBuilder:
             keys = widened_keys([e.keys for e in entries[a:b]], tokens, width)
             out[src.text] = known = IndexedSource(
                 spans=tuple((r.start, r.end, r.text) for r in records[a:b]), entries=tuple(entries[a:b]),
-                classes=tuple(classes[a:b]), keys=keys, norms=np.einsum("nd,nd->n", keys, keys),
+                token_class=_joined([c for c, _ in classes[a:b]]), piece_class=_joined([p for _, p in classes[a:b]]),
+                keys=keys, norms=np.einsum("nd,nd->n", keys, keys),
             )
             self._indexed_sources.put(src.text, known, weight=max(tokens, 1))
             a = b
@@ -216,8 +220,8 @@ class DatastoreBuilder:
         records = [SentenceRecord(si, index, start, end, text) for si, known in enumerate(indexed)
                    for index, (start, end, text) in enumerate(known.spans)]
         done = [e for known in indexed for e in known.entries]
-        token_classes = [c for known in indexed for c, _ in known.classes]
-        pieces = [p for known in indexed for _, p in known.classes] if self.piece_classes else None
+        token_classes = [known.token_class for known in indexed]
+        pieces = [known.piece_class for known in indexed] if self.piece_classes else None
         entries = sum(known.tokens for known in indexed)
         if self.searches_on_device(entries):
             return Datastore(records, done, token_classes, pieces, search_device=self.search_device)
@@ -305,3 +309,10 @@ class DatastoreBuilder:
                 array.setflags(write=False)
             self._classes_of_sentence.put(text, classes)
         return classes
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays concatenated, read-only (shared by every datastore of the source)."""
+    joined = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    joined.setflags(write=False)
+    return joined
