@@ -639,9 +639,10 @@ def widened_keys(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
     """The blocks' rows stacked into one float32 ``(rows, width)`` array. It runs over
     every token of a source the builder has not indexed yet (the sentence cache keeps
     float16 keys), and was most of a warm rebuild before sources were remembered indexed:
-    the float16 rows are stacked (a copy of half the bytes), then widened in one compiled pass (:func:`widen_halves`), the same values as ``astype``. A
-    float32 block (keys beyond float16's range) is copied as it is. (Summing the norms in
-    the same pass was measured slower than numpy's separate one.)"""
+    the float16 rows are stacked (a copy of half the bytes), then widened in one compiled
+    pass (:func:`widen_halves`), the same values as ``astype``. A float32 block (keys
+    beyond float16's range) is copied as it is. (Summing the norms in the same pass was
+    measured slower than numpy's separate one.)"""
     out = np.empty((rows, width), dtype=np.float32)
     filled = [block for block in blocks if block.shape[0]]
     if not filled:
