@@ -15,10 +15,7 @@ import torch
 from tokenshapley_rag._device_search import DeviceIndex, device_candidates
 from tokenshapley_rag._kernels import (
     exact_rows,
-    kept_rows,
-    kept_rows_serial,
     list_products,
-    measure_kept_rows,
     prefix_representatives,
     probe_rows,
     scan_rows,
@@ -130,10 +127,11 @@ class Datastore:
     source_keys : list of (ndarray, ndarray) or None
         The entries' keys already widened, in consecutive blocks (one per source, as the
         builder remembers them): float32 ``(n, hidden)`` keys and their float32 squared
-        norms. The exact host search then reads the keys in these blocks, with no copy,
-        instead of every float16 key widened and its norm summed again (the other searches
-        stack them once, at their first call). Ignored with ``search_device``. None:
-        widened from ``entries``.
+        norms. The host search's keys are then these blocks stacked, one copy, instead of
+        every float16 key widened and its norm summed again. (Searching the blocks in
+        place, one product per block, measured slower than the copy and one product:
+        docs/reports/performance.md.) Ignored with ``search_device``. None: widened from
+        ``entries``.
     """
 
     def __init__(
@@ -166,15 +164,12 @@ class Datastore:
         # Built for a device: the keys as the cache has them (float16, half the bytes) go
         # there, and the host widens its float32 copy only if a host search asks for it.
         self._stacked: np.ndarray | None = None
-        # Built from source blocks: the keys stay in them (the exact host search reads them
-        # in place); one array is stacked only if another search asks for :attr:`keys`.
-        self._blocks: list[np.ndarray] | None = None
-        self._block_starts = np.zeros(1, np.int64)
         norms: np.ndarray | None = None
         if search_device is not None and self.size:
             self._stacked = _stacked_rows([e.keys for e in entries], self.size, hidden)
         elif source_keys is not None and self.size:
-            self._blocks, self._block_starts, norms = _source_blocks(source_keys, self.size, hidden)
+            self._keys, norms = _stacked_source_keys(source_keys, self.size, hidden)
+            _copy_representatives(self._keys, self._representative)
             _copy_representatives(norms, self._representative)
         else:
             self._keys = widened_keys([e.keys for e in entries], self.size, hidden)
@@ -209,17 +204,12 @@ class Datastore:
     @property
     def keys(self) -> np.ndarray:
         """``(size, hidden)`` float32: every entry's key (its representative's, bit for bit).
-        Built with the datastore, or, where it was built for a device or from source blocks,
-        at the first search that reads one array (all but the exact host search of
-        :meth:`game_candidates`)."""
+        Built with the datastore, or at the first host search where the datastore was built
+        for a device."""
         if self._keys is None:
-            if self._blocks is not None:
-                keys = np.concatenate(self._blocks)
-            else:
-                keys = widened_keys([self._stacked], self.size, self._width)
-                self._stacked = None
+            keys = widened_keys([self._stacked], self.size, self._width)
             _copy_representatives(keys, self._representative)
-            self._keys = keys
+            self._keys, self._stacked = keys, None
         return self._keys
 
     @property
@@ -400,8 +390,6 @@ class Datastore:
             d_out = np.zeros((t_rows, m), dtype=np.float64)
             i_out = np.zeros((t_rows, m), dtype=np.int64)
             carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
-        if self._keys is None and self._blocks is not None:
-            return self._blocked_candidates(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
@@ -414,53 +402,6 @@ class Datastore:
                  self.token_class, self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], n_match,
                  d_out[a:b], i_out[a:b], carries[a:b])
         return d_out, i_out, carries
-
-    def _blocked_candidates(self, q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries):
-        """The exact search over keys left in their source blocks: the product is taken block
-        by block, the compiled pass keeps each row's entries that the bound cannot rule out
-        (:func:`kept_rows`, the same pass as :func:`scan_rows`), their keys (their
-        representatives', the bits :attr:`keys` would hold) are gathered from the blocks, and
-        they are measured and ordered as the one-array scan measures them
-        (:func:`measure_kept_rows`): the same players, bit for bit."""
-        rows = self.rows_per_block
-        for a in range(0, q.shape[0], rows):
-            b = min(a + rows, q.shape[0])
-            with step("distance_product"):
-                partial = self._partial_distances(q[a:b])
-            capacity = _KEPT_PER_ROW
-            while True:
-                kept = np.empty((b - a, capacity), np.int64)
-                kept_lo = np.empty((b - a, capacity))
-                kept_same = np.empty((b - a, capacity), bool)
-                counts = np.empty(b - a, np.int64)
-                near_cuts, match_cuts = np.empty(b - a), np.empty(b - a)
-                scan = kept_rows if partial.size >= _PARALLEL_CELLS else kept_rows_serial
-                scan(partial, q_norms[a:b], self._key_margin, self._rel, self._representative, self.token_class,
-                     self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], m, n_match, kept, kept_lo,
-                     kept_same, counts, near_cuts, match_cuts, carries[a:b])
-                if counts.max(initial=0) <= capacity:
-                    break
-                capacity = int(counts.max())  # a row kept more (ties of one shared key): again, with room
-            filled = np.arange(capacity)[None, :] < counts[:, None]
-            row_starts = np.zeros(b - a + 1, np.int64)
-            np.cumsum(counts, out=row_starts[1:])
-            kept = kept[filled]
-            measure_kept_rows(q[a:b], self._gathered_keys(self._representative[kept]), row_starts, kept,
-                              kept_lo[filled], kept_same[filled], near_cuts, match_cuts, n_match, d_out[a:b],
-                              i_out[a:b])
-        return d_out, i_out, carries
-
-    def _gathered_keys(self, entries: np.ndarray) -> np.ndarray:
-        """``(len(entries), hidden)`` float32: the keys of ``entries`` read from the source
-        blocks."""
-        out = np.empty((len(entries), self._width), np.float32)
-        block = np.searchsorted(self._block_starts, entries, side="right") - 1
-        order = np.argsort(block, kind="stable")
-        bounds = np.searchsorted(block[order], np.arange(len(self._blocks) + 1))
-        for i in np.flatnonzero(np.diff(bounds)):
-            chosen = order[bounds[i]: bounds[i + 1]]
-            out[chosen] = self._blocks[i][entries[chosen] - self._block_starts[i]]
-        return out
 
     def _check_queries(self, q: np.ndarray) -> None:
         """Refuse queries the compiled scans cannot bound (a NaN or inf) or index (width)."""
@@ -490,13 +431,7 @@ class Datastore:
         the time of torch's ``addmm`` for the same product (docs/reports/performance.md,
         "Long contexts: the warm path outside the search"). The factor -2 goes into the
         queries: scaling by a power of two is exact, so the product is the same."""
-        scaled = q * np.float32(-2.0)
-        if self._keys is not None or self._blocks is None:
-            out = np.matmul(scaled, self.keys.T)
-        else:  # block by block, into one matrix
-            out = np.empty((q.shape[0], self.size), np.float32)
-            for keys, start in zip(self._blocks, self._block_starts.tolist()):
-                np.matmul(scaled, keys.T, out=out[:, start: start + keys.shape[0]])
+        out = np.matmul(q * np.float32(-2.0), self.keys.T)
         out += self._norms
         return out
 
@@ -658,11 +593,11 @@ def widened_keys(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
     return out
 
 
-def _source_blocks(
+def _stacked_source_keys(
     blocks: list[tuple[np.ndarray, np.ndarray]], rows: int, width: int
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """The key blocks of ``source_keys`` (:class:`Datastore`), checked, with the entry each
-    starts at (and ``rows`` last), and their norms stacked (``(rows,)`` float32)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The keys and norms of ``source_keys`` (:class:`Datastore`), checked and stacked:
+    ``(rows, width)`` and ``(rows,)`` float32."""
     blocks = [(keys, norms) for keys, norms in blocks if keys.shape[0]]
     if sum(keys.shape[0] for keys, _ in blocks) != rows or any(
         keys.dtype != np.float32 or keys.shape[1:] != (width,) or norms.dtype != np.float32
@@ -670,9 +605,7 @@ def _source_blocks(
     ):
         raise ValueError(f"source_keys must be float32 blocks of width {width} covering the {rows} entries, "
                          f"each with one norm per key")
-    starts = np.zeros(len(blocks) + 1, np.int64)
-    np.cumsum([keys.shape[0] for keys, _ in blocks], out=starts[1:])
-    return [keys for keys, _ in blocks], starts, np.concatenate([norms for _, norms in blocks])
+    return np.concatenate([keys for keys, _ in blocks]), np.concatenate([norms for _, norms in blocks])
 
 
 def _stacked_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
@@ -743,10 +676,6 @@ class _ProbeIndex:
         np.cumsum(np.bincount(lists, minlength=quantiser.n_lists), out=self.starts[1:])
 
 
-# Entries per row the exact search over source blocks keeps for measuring before it asks for
-# more room (Datastore._blocked_candidates): a few times the players, more only where many
-# entries share one key (every sentence-initial entry has the BOS state's).
-_KEPT_PER_ROW = 256
 # Distance-matrix cells (queries x entries) above which the searches scan rows on numba's
 # threads. Measured in place (attribute() right after the encoder pass, 2 cores): threads
 # cost +0.3 ms at 90 x 1k-4k cells and saved 1.6 ms at 90 x 16k (~3 ns a cell).

@@ -23,10 +23,9 @@ from tokenshapley_rag._types import Source
 
 __all__ = ["DatastoreBuilder"]
 
-# Datastores of the last few source lists kept per builder (see DatastoreBuilder.datastore_for).
-# Their keys are the indexed sources' blocks, shared, not copied; a datastore whose sources have
-# left the IndexedSource memo keeps their blocks alive: at most 4 x 65,536 entries x ~2.3 KB =
-# ~600 MB in the worst case, on top of that memo's ~300 MB.
+# Datastores of the last few source lists kept per builder (see DatastoreBuilder.datastore_for):
+# at most 4 x 65,536 entries x ~2.3 KB = ~600 MB in the worst case, besides the ~300 MB of the
+# indexed sources (INDEXED_SOURCE_MEMO_TOKENS).
 DATASTORE_MEMO_ITEMS = 4
 DATASTORE_MEMO_TOKENS = 65_536
 # Context tokens whose sources are remembered as indexed (DatastoreBuilder.build): float32 keys,

@@ -323,22 +323,22 @@ def measure_players(q, keys, key_rows, kept, kept_lo, kept_same, n_kept, near_cu
 
 
 @numba.njit(cache=True, nogil=True)
-def scan_pass(partial, q_norm, key_margin, rel, representative, classes, sentence_of, cls, m, n_match, kept, kept_lo,
-              kept_same, carries):
-    """The scans' pass over one row of the float32 product: marks the sentences carrying
-    class ``cls`` (``carries``) and keeps, in order, every entry that may be among the
-    ``m`` nearest or the ``n_match`` nearest of the class (``kept*``, capacity the row's
-    length; the proof above). Returns ``(n_kept, near_cut, match_cut)``: the final cuts
-    rule out the kept entries whose lower bound is above them."""
+def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
+              use_piece, n_match, d_out, i_out, carries):
+    m = d_out.shape[0]
     n_entries = partial.shape[0]
+    classes = piece_class if use_piece else token_class
     qn = np.float64(q_norm)
     q_margin = rel * qn
-    near_hi = np.empty(max(m, 1))
+    near_hi = np.empty(m)
     match_hi = np.empty(max(n_match, 1))
     n_near_hi = 0
     n_match_hi = 0
     near_cut = np.inf if m > 0 else -np.inf  # -inf: no list, nothing kept for it
     match_cut = np.inf if n_match > 0 else -np.inf
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    kept_same = np.empty(n_entries, np.bool_)
     n_kept = 0
     for j in range(n_entries):
         d = np.float64(partial[representative[j]]) + qn
@@ -361,69 +361,9 @@ def scan_pass(partial, q_norm, key_margin, rel, representative, classes, sentenc
         n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
         if same:
             n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
-    return n_kept, near_cut, match_cut
-
-
-@numba.njit(cache=True, nogil=True)
-def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
-              use_piece, n_match, d_out, i_out, carries):
-    n_entries = partial.shape[0]
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    kept_same = np.empty(n_entries, np.bool_)
-    n_kept, near_cut, match_cut = scan_pass(partial, q_norm, key_margin, rel, representative,
-                                            piece_class if use_piece else token_class, sentence_of, cls,
-                                            d_out.shape[0], n_match, kept, kept_lo, kept_same, carries)
     # The matched players, then the nearest others until there are m (the m nearest are m
     # distinct entries, so there always are), all in (distance, index) order.
     measure_players(q, keys, kept, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
-
-
-@numba.njit(cache=True, nogil=True)
-def kept_row(partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls, use_piece,
-             m, n_match, out_kept, out_lo, out_same, carries):
-    """:func:`scan_row` up to the measuring, for a search whose keys are not one array: the
-    kept entries still under the final cuts go to ``out_*`` (in order; capacity
-    ``len(out_kept)``), to be measured by :func:`measure_players` once their keys are
-    gathered. Returns ``(count, near_cut, match_cut)``; a count above the capacity means
-    the row did not fit (only the first ``capacity`` are written)."""
-    n_entries = partial.shape[0]
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    kept_same = np.empty(n_entries, np.bool_)
-    n_kept, near_cut, match_cut = scan_pass(partial, q_norm, key_margin, rel, representative,
-                                            piece_class if use_piece else token_class, sentence_of, cls, m, n_match,
-                                            kept, kept_lo, kept_same, carries)
-    cap = out_kept.shape[0]
-    n = 0
-    for c in range(n_kept):
-        lo = kept_lo[c]
-        if not lo > near_cut or (n_match > 0 and kept_same[c] and not lo > match_cut):
-            if n < cap:
-                out_kept[n] = kept[c]
-                out_lo[n] = lo
-                out_same[n] = kept_same[c]
-            n += 1
-    return n, near_cut, match_cut
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def kept_rows(partial, q_norms, key_margin, rel, representative, token_class, piece_class, sentence_of, classes,
-              use_piece, m, n_match, out_kept, out_lo, out_same, counts, near_cuts, match_cuts, carries):
-    for t in numba.prange(partial.shape[0]):
-        counts[t], near_cuts[t], match_cuts[t] = kept_row(
-            partial[t], q_norms[t], key_margin, rel, representative, token_class, piece_class, sentence_of,
-            classes[t], use_piece[t], m, n_match, out_kept[t], out_lo[t], out_same[t], carries[t])
-
-
-@numba.njit(cache=True, nogil=True)
-def kept_rows_serial(partial, q_norms, key_margin, rel, representative, token_class, piece_class, sentence_of,
-                     classes, use_piece, m, n_match, out_kept, out_lo, out_same, counts, near_cuts, match_cuts,
-                     carries):
-    for t in range(partial.shape[0]):
-        counts[t], near_cuts[t], match_cuts[t] = kept_row(
-            partial[t], q_norms[t], key_margin, rel, representative, token_class, piece_class, sentence_of,
-            classes[t], use_piece[t], m, n_match, out_kept[t], out_lo[t], out_same[t], carries[t])
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

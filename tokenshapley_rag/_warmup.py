@@ -9,8 +9,8 @@ process loads them from the cache. ``tokenshapley warmup`` (run by ``make demo``
 
 Kernels that only run above a size threshold (the multi-threaded scan from about 2^20
 query-entry cells, e.g. a 64-token answer over 16k context tokens) compile on their first
-such call. The device search is the exception: with the encoder on CUDA the warm-up also
-searches the demo passages on the device, whose short context would not.
+such call. The device search's host kernel is the exception: with the encoder on CUDA the
+warm-up also searches the demo passages on the device, whose short context would not.
 """
 
 from __future__ import annotations
