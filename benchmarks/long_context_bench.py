@@ -278,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     threshold = args.threshold
-    ts = TokenShapley(cache_dir=args.cache_dir, max_source_chars=None, max_context_chars=None)
+    # The approximate rows need the quantiser, which the default (exact search) does not load.
+    ts = TokenShapley(cache_dir=args.cache_dir, max_source_chars=None, max_context_chars=None,
+                      approximate_above=threshold)
     keep_in_memory(ts, 1 << 16)
     data = Path(args.data)
     pool = nq_passages(data)

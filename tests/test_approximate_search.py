@@ -170,10 +170,11 @@ def test_threshold_zero_gives_the_exact_citations_on_a_real_example(ts, monkeypa
     benchmarks/long_context_bench.py, not asserted on one tiny example, whose ~60 entries
     fill few of the 256 lists)."""
     from tokenshapley_rag import TokenShapley, _indexing
+    from tokenshapley_rag._quantiser import load_quantiser
 
-    if ts.pipeline.builder.quantiser is None:
-        pytest.skip("no quantiser is shipped for this encoder")
-    monkeypatch.setattr(_indexing, "PROBES", ts.pipeline.builder.quantiser.n_lists)
+    # The default searches exactly and loads no quantiser; the default encoder has one shipped.
+    assert ts.pipeline.builder.quantiser is None and load_quantiser(ts.encoder.cache_key) is not None
+    monkeypatch.setattr(_indexing, "PROBES", load_quantiser(ts.encoder.cache_key).n_lists)
     approx = TokenShapley(ts.encoder, cache_dir=ts.cache.root.parent if ts.cache.root else None, approximate_above=0)
     exact = TokenShapley(ts.encoder, cache_dir=ts.cache.root.parent if ts.cache.root else None, approximate_above=None)
     sources = [

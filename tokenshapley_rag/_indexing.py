@@ -43,8 +43,8 @@ class IndexedSource:
     spans, their cache entries and token classes, and their keys widened to float32 in one
     block with their squared norms. Retrieved chunks recur in new combinations; a new
     source list of known chunks then stacks these blocks instead of looking up, classing
-    and widening every sentence again (docs/reports/performance.md, "Long contexts: the
-    warm path outside the search")."""
+    and widening every sentence again (docs/reports/performance.md, "Long contexts: indexed
+    sources, and numpy's product")."""
 
     spans: tuple[tuple[int, int, str], ...]
     entries: tuple[CachedSentence, ...]
