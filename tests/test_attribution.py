@@ -313,10 +313,10 @@ def test_known_sources_in_a_new_list_are_not_indexed_again(cache_root, monkeypat
     small.attribute(QUERY, SOURCES, ANSWER)
     kept = small.pipeline.builder._indexed_sources.values()
     assert 0 < sum(known.tokens for known in kept) <= 30 and len(kept) < len(SOURCES)
-    with pytest.raises(ValueError, match="source_keys"):
-        entry = ts.cache.get(ts.encoder.cache_key, store.sentences[0].text)
+    entry = ts.cache.get(ts.encoder.cache_key, store.sentences[0].text)
+    with pytest.raises(ValueError, match="source_keys"):  # one key for several entries
         _datastore.Datastore(store.sentences[:1], [entry], [store.token_class[: len(entry.ids)]],
-                             source_keys=[(store.keys[:1], store._norms[:1])])  # one key for several entries
+                             source_keys=[(store.keys[:1], store._norms[:1])])
 
 
 def test_unicode_offsets(ts):
