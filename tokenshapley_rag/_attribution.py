@@ -146,9 +146,8 @@ class TokenShapley:
         without a shipped quantiser, the search is exact. Measured agreement with exact
         search and speed: docs/reports/performance.md. None (the default): always exact,
         which measured faster than the approximate search up to 128k context tokens on a
-        2-core CPU. With the
-        encoder on a CUDA device, contexts over 2,048 tokens are searched exactly there
-        instead (``device``), whatever this is.
+        2-core CPU. With the encoder on a CUDA device, contexts over 2,048 tokens are
+        searched exactly there instead (``device``), whatever this is.
     max_context_chars : int or None, default=120_000
         The same for all sources together. The defaults bound a cold attribution to
         about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores

@@ -430,8 +430,8 @@ class Datastore:
         BLAS (OpenBLAS) computes it: on the 2-core reference machine it took 0.55-0.65x
         the time of torch's ``addmm`` for the same product alone, and less right after the
         encoder's pass too (docs/reports/performance.md, "Long contexts: indexed sources,
-        and numpy's product"). The factor -2 goes into the
-        queries: scaling by a power of two is exact, so the product is the same."""
+        and numpy's product"). The factor -2 goes into the queries: scaling by a power of
+        two is exact, so the product is the same."""
         out = np.matmul(q * np.float32(-2.0), self.keys.T)
         out += self._norms
         return out
