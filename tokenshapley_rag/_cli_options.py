@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["add_limit_options", "int_at_least", "limit_options"]
+__all__ = ["add_limit_options", "int_at_least", "limit_options", "positive_seconds"]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -31,6 +31,22 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
     parse.__name__ = f"integer >= {minimum}"  # argparse names the type in its error
     return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a number of seconds above 0, refused with a message naming the
+    expected and the actual value.
+
+    >>> positive_seconds("1.5")
+    1.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value:g}")
+    return value
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:

@@ -13,9 +13,9 @@ import numpy as np
 from tokenshapley_rag.shapley import _shapley_row
 
 __all__ = [
-    "exact_d2", "exact_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows", "select_rows_serial", "sentence_value_row",
-    "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows", "span_game_rows", "prefix_representatives",
-    "probe_rows", "list_products", "widen_halves",
+    "exact_d2", "exact_rows", "measure_kept_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows",
+    "select_rows_serial", "sentence_value_row", "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows",
+    "span_game_rows", "prefix_representatives", "probe_rows", "list_products", "widen_halves",
 ]
 
 

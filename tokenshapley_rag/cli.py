@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tokenshapley_rag._cli_options import add_limit_options, int_at_least, limit_options
+from tokenshapley_rag._cli_options import add_limit_options, limit_options, positive_seconds
 from tokenshapley_rag._defaults import DEFAULT_LAYER
 from tokenshapley_rag.errors import InvalidInputError, TokenShapleyError
 
@@ -269,17 +269,6 @@ ENGINE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _positive_seconds(text: str) -> float:
-    """An argparse ``type``: a number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value:g}")
-    return value
-
-
 def _add_server_options(p: argparse.ArgumentParser, *, port: int, token_env: str, token_note: str = "") -> None:
     """``--host``, ``--port``, ``--allowed-hosts`` and ``--api-token`` of a command that serves HTTP."""
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
@@ -359,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_server_options(p, port=8765, token_env="TOKENSHAPLEY_API_TOKEN")
     p.add_argument(
-        "--idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+        "--idle-timeout", type=positive_seconds, default=None, metavar="SECONDS",
         help="stop after this many seconds without a request (default: serve until interrupted)",
     )
     _add_engine_options(p)
