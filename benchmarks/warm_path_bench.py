@@ -2,7 +2,9 @@
 (the sentences in the sentence cache's memory tier, the datastore rebuilt), step by step,
 at long contexts. Prints one table of median milliseconds per step, the library's own step
 marks (``tokenshapley_rag._timing.STEPS``, the sub-steps of ``assemble`` included), the
-rest of the call outside any step, and the call against its own encoder pass.
+rest of the call outside any step, and the call against its own encoder pass and against the
+same pass timed apart (back to back, after the calls: a pass that follows other work can be
+slowed by another thread pool still spinning on the cores).
 
 Contexts are those of ``benchmarks/long_context_bench.py``: the sources of a QuoteSum dev
 answer, then NQ dev passages in file order until about the target number of tokens.
@@ -65,8 +67,16 @@ def step_runs(ts, ex, pool, size, repeats) -> dict:
         seconds, steps = timed_attribute(ts, ex.question, sources, ex.answer, ts.approximate_above)
         top = sum(v for k, v in steps.items() if k not in NESTED)
         runs.append({"total": seconds, "outside": seconds - top, **steps})
+    # The same encoder pass timed apart, back to back: what the call's own pass takes when
+    # nothing else has just run on the cores (another pool's spinning threads slow it).
+    answer = ts.encoder.tokenize(ex.answer)
+    apart = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        ts.encoder.encode_response(ex.question, answer)
+        apart.append(time.perf_counter() - t0)
     return {"tokens": int(store.size), "sentences": len(store.sentences), "approximate": bool(store.approximate),
-            "runs": runs, "load": load_avg()}
+            "runs": runs, "pass_apart": apart, "load": load_avg()}
 
 
 def dump(ts, args, pool) -> None:
@@ -89,10 +99,12 @@ def dump(ts, args, pool) -> None:
 def compare(outs: list[dict]) -> None:
     """Median ms per step and context size, one column per label (runs of one label pooled)."""
     by_label: dict[str, dict[int, list[dict]]] = {}
+    apart: dict[str, dict[int, list[float]]] = {}
     loads: dict[str, list[str]] = {}
     for out in outs:
         for row in out["rows"]:
             by_label.setdefault(out["label"], {}).setdefault(row["tokens"], []).extend(row["runs"])
+            apart.setdefault(out["label"], {}).setdefault(row["tokens"], []).extend(row.get("pass_apart", []))
             loads.setdefault(out["label"], []).append(row["load"])
     labels = list(by_label)
     sizes = sorted({t for runs in by_label.values() for t in runs})
@@ -115,6 +127,17 @@ def compare(outs: list[dict]) -> None:
             runs = by_label[lab].get(size, [])
             cells.append(f"{statistics.median(r['total'] / r['encode_answer'] for r in runs):.2f}x" if runs else "")
         print("| total / its encoder pass | " + " | ".join(cells) + " |")
+        cells = []
+        for lab in labels:
+            passes = apart[lab].get(size, [])
+            cells.append(f"{1e3 * statistics.median(passes):.2f}" if passes else "")
+        print("| the pass timed apart | " + " | ".join(cells) + " |")
+        cells = []
+        for lab in labels:
+            runs, passes = by_label[lab].get(size, []), apart[lab].get(size, [])
+            cells.append(f"{statistics.median(r['total'] for r in runs) / statistics.median(passes):.2f}x"
+                         if runs and passes else "")
+        print("| total / the pass timed apart | " + " | ".join(cells) + " |")
     for lab in labels:
         print(f"\nload (1/5/15) of the {lab} runs: " + "; ".join(loads[lab]))
 

@@ -213,15 +213,31 @@ def test_candidates_and_values_are_identical_for_any_block_and_thread_count(monk
             got = run()
         for a, b in zip(got, reference):
             np.testing.assert_array_equal(a, b, err_msg=f"rows {rows}, threads {numba_threads}/{blas_threads}")
-    # Another BLAS (torch's, which blocks and sums differently from numpy's OpenBLAS).
-    def torch_partial(self, q):
-        with torch.inference_mode():
-            return torch.addmm(torch.from_numpy(self._norms)[None, :], torch.from_numpy(q),
-                               torch.from_numpy(self.keys).T, alpha=-2.0).numpy()
-
-    monkeypatch.setattr(_datastore.Datastore, "_partial_distances", torch_partial)
+    # The host product's key blocks (torch's, one product per block), and another BLAS
+    # (numpy's OpenBLAS, taken while torch's float32 products may round to bfloat16), which
+    # block and sum differently.
+    for block_rows in (1, 7):
+        monkeypatch.setattr(_datastore, "HOST_PRODUCT_ROWS", block_rows)
+        for a, b in zip(run(), reference):
+            np.testing.assert_array_equal(a, b, err_msg=f"{block_rows} key rows per product")
+    monkeypatch.setattr(_datastore, "_torch_matmul_is_ieee", lambda device_type="cpu": False)
     for a, b in zip(run(), reference):
         np.testing.assert_array_equal(a, b)
+
+
+def test_host_partial_distances_match_the_float64_product_for_any_key_block(monkeypatch):
+    rng = np.random.default_rng(4)
+    keys = rng.normal(size=(23, 16)).astype(np.float32)
+    q2 = rng.normal(size=(5, 16)).astype(np.float32)
+    norms = np.einsum("nd,nd->n", keys, keys)
+    want = q2.astype(np.float64) @ keys.T.astype(np.float64) + norms
+    for block_rows in (1, 4, 23, 2048):
+        monkeypatch.setattr(_datastore, "HOST_PRODUCT_ROWS", block_rows)
+        got = _datastore.host_partial_distances(q2, keys, norms)
+        assert got.dtype == np.float32 and got.shape == (5, 23) and got.flags.c_contiguous
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+    assert _datastore.host_partial_distances(q2[:0], keys, norms).shape == (0, 23)
+    assert _datastore.host_partial_distances(q2, keys[:0], norms[:0]).shape == (5, 0)
 
 
 def _rounded_differently(store, rng, share):

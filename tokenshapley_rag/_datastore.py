@@ -423,16 +423,17 @@ class Datastore:
         return out
 
     def _partial_distances(self, q: np.ndarray) -> np.ndarray:
-        """``|k|^2 - 2 q.k`` for queries ``q`` (float32) and every entry: one matrix product
-        against the cached key norms (float32, like faiss's flat index). Its rounding
-        differs with the block of queries and the BLAS's threads; the searches only use it
-        within :func:`_preselect_margin`, which holds for any IEEE float32 product. numpy's
-        BLAS (OpenBLAS) computes it: on the 2-core reference machine it took 0.55-0.65x
-        the time of torch's ``addmm`` for the same product alone, and less right after the
-        encoder's pass too (docs/reports/performance.md, "Long contexts: indexed sources,
-        and numpy's product"). The factor -2 goes into the queries: scaling by a power of
-        two is exact, so the product is the same."""
-        out = np.matmul(q * np.float32(-2.0), self.keys.T)
+        """``|k|^2 - 2 q.k`` for queries ``q`` (float32) and every entry, against the cached
+        key norms (float32, like faiss's flat index). Its rounding differs with the BLAS,
+        its blocks and its threads; the searches only use it within
+        :func:`_preselect_margin`, which holds for any IEEE float32 product. The product is
+        torch's (:func:`host_partial_distances`) while torch multiplies float32 in float32,
+        numpy's otherwise. The factor -2 goes into the queries: scaling by a power of two is
+        exact, so the product is the same."""
+        q2 = q * np.float32(-2.0)
+        if _torch_matmul_is_ieee("cpu"):
+            return host_partial_distances(q2, self.keys, self._norms)
+        out = np.matmul(q2, self.keys.T)
         out += self._norms
         return out
 
@@ -548,6 +549,41 @@ class Datastore:
         (piece class where ``pieces[t]``; fewer when the datastore has fewer; padded with
         index -1 and distance inf)."""
         return self.nearest(queries, m, self.class_mask(classes, pieces))
+
+
+#: Key rows per product of :func:`host_partial_distances`: each block's ``(rows, T)``
+#: result stays in the core's cache while it is added to the norms and transposed.
+#: 512-4,096 measured the same at 16k keys, and best at 64k (performance.md).
+HOST_PRODUCT_ROWS = 2048
+
+
+def host_partial_distances(q2: np.ndarray, keys: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """``(T, N)`` float32 ``q2 @ keys.T + norms``, on torch's threads.
+
+    One ``keys[a:b] @ q2.T`` per block of :data:`HOST_PRODUCT_ROWS` key rows (MKL's
+    fastest orientation for a few queries against many keys), each added to its norms and
+    transposed into the result. Why not numpy's BLAS: after each call OpenBLAS's threads
+    keep spinning on the cores for tens of milliseconds, against the encoder's next pass
+    and the compiled scans, which nearly doubled a warm call at 1k-16k context tokens
+    (docs/reports/performance.md, "Long contexts: one thread pool for the search's product").
+
+    >>> q2, keys = np.array([[-2.0, 0.0]], np.float32), np.array([[1.0, 0.0], [0.0, 3.0]], np.float32)
+    >>> host_partial_distances(q2, keys, np.einsum("nd,nd->n", keys, keys)).tolist()
+    [[-1.0, 9.0]]
+    """
+    n, t_rows = keys.shape[0], q2.shape[0]
+    out = np.empty((t_rows, n), dtype=np.float32)
+    if not n or not t_rows:
+        return out
+    queries = torch.from_numpy(np.ascontiguousarray(q2)).T
+    all_keys = torch.from_numpy(keys)
+    block = torch.empty((min(HOST_PRODUCT_ROWS, n), t_rows), dtype=torch.float32)
+    block_rows = block.numpy()
+    for a in range(0, n, HOST_PRODUCT_ROWS):
+        b = min(a + HOST_PRODUCT_ROWS, n)
+        torch.mm(all_keys[a:b], queries, out=block[: b - a])
+        np.add(block_rows[: b - a].T, norms[a:b], out=out[:, a:b])
+    return out
 
 
 def _torch_matmul_is_ieee(device_type: str = "cpu") -> bool:
