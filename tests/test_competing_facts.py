@@ -31,6 +31,9 @@ WRONG_FACTS = [
     ("Lise Meitner died in 1833 in Cambridge.", "1833", "meitner2"),
     # a rank written in words is a number: Marseille's rank, not Lyon's
     ("Lyon is the second-largest city in France.", "second-largest", "lyon1"),
+    # a count is not held by a rank: no source says "two", and the Danube's
+    # "second-longest" must not support it
+    ("Marie Curie won two Nobel Prizes, in Physics and in Chemistry.", "two", None),
 ]
 
 CORRECT = [
@@ -48,6 +51,8 @@ CORRECT = [
     "The Danube is very long.",
     "Lyon is the third-largest city in France.",
     "Marseille is the second-largest city in France.",
+    # a preposition is a function word, never a keyword to flag
+    "The Rhine is 1,230 km long and flows into the North Sea near Rotterdam.",
 ]
 
 

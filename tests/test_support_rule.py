@@ -57,6 +57,9 @@ def held(text, kind):
         ("second-longest", "number", [True, False, False, False, False]),
         ("2nd", "number", [True, False, False, False, False]),
         ("third-longest", "number", [False] * 5),
+        # a count is not held by a rank of the same value ("two" is not "second")
+        ("two", "number", [False] * 5),
+        ("two rivers", "number", [False] * 5),
     ],
 )
 def test_holding_follows_the_match_rule(text, kind, expected):
@@ -82,6 +85,25 @@ def test_holding_follows_the_match_rule(text, kind, expected):
 )
 def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
     assert holding_mask(keyword_facts(date, "date"), [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    "keyword, sentence, expected",
+    [
+        ("two", "She won two Nobel Prizes.", True),
+        ("two", "She won 2 Nobel Prizes.", True),
+        ("2", "She won two Nobel Prizes.", True),
+        ("two", "She won her second Nobel Prize in 1911.", False),
+        ("two", "She was the 2nd woman to win it.", False),
+        ("second", "She was the 2nd woman to win it.", True),
+        ("2nd", "She won her second Nobel Prize in 1911.", True),
+        ("second", "She won two Nobel Prizes.", True),  # a rank is not checked as a count
+        ("fifty-seven", "It lasted 57 minutes.", True),
+    ],
+)
+def test_a_count_needs_a_count(keyword, sentence, expected):
+    facts = keyword_facts(keyword, "number")
+    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
 
 
 def test_number_values_are_normalised():

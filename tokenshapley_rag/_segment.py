@@ -39,7 +39,8 @@ STOPWORDS = frozenset(
     my mine not no yes also too very just only all any both each few more most other some such own
     same if because though although however thus therefore whether either neither again further
     once up down out off s t one ones many much between through throughout against among amongst
-    across around toward towards via per despite along beyond""".split()
+    across around toward towards via per despite along beyond near beside besides behind beneath
+    underneath inside outside amid amidst alongside except till unto versus""".split()
 )
 # Fillers: words that carry no checkable fact on their own ("making", "every", "I don't
 # know"). They are attributed like stopwords but never cited, so they are never flagged.
@@ -492,6 +493,24 @@ def word_number_value(word: str) -> str | None:
     if head in _ORDINAL_WORDS:
         return str(_ORDINAL_WORDS[head])
     return None
+
+
+_ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)(?![^\W\d_])", re.IGNORECASE)
+
+
+def is_ordinal(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` (a span of :func:`value_spans` or
+    :func:`word_number_spans`) is an ordinal: digits followed by st / nd / rd / th ("2nd",
+    "21st century"), or words with an ordinal part ("second-largest", "twenty-first").
+
+    >>> t = "the 2nd of two, the second-largest, twenty-first, fifty-seven, 5 m, 3rd."
+    >>> [(t[a:b], is_ordinal(t, a, b)) for a, b, _ in sorted(value_spans(t) + word_number_spans(t))]
+    [('2', True), ('two', False), ('second-largest', True), ('twenty-first', True), ('fifty-seven', False), ('5', False), ('3', True)]
+    """
+    span = text[start:end]
+    if span[-1:].isdigit():
+        return _ORDINAL_SUFFIX.match(text, end) is not None
+    return any(part in _ORDINAL_WORDS for part in span.casefold().split("-"))
 
 
 def spell_number(n: int, *, ordinal: bool = False) -> str | None:

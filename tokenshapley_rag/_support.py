@@ -35,6 +35,7 @@ from tokenshapley_rag._segment import (
     _INVISIBLE,
     _NON_KEYWORDS,
     find_keywords,
+    is_ordinal,
     value_spans,
     word_number_spans,
     word_pieces,
@@ -147,6 +148,18 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     return sorted(value_spans(text) + word_number_spans(text))
 
 
+def cardinal_values(text: str) -> frozenset[str]:
+    """The values of ``text``'s numbers written as counts, not ranks (:func:`is_ordinal`):
+    "two" is 2 and "second" is 2, but a count is not held by a rank.
+
+    >>> sorted(cardinal_values("two rivers, the 2nd and second-largest, 15 km, fifteen"))
+    ['15', '2']
+    >>> sorted(cardinal_values("the second-longest river, in the 21st century"))
+    []
+    """
+    return frozenset(v for a, b, v in all_values(text) if not is_ordinal(text, a, b))
+
+
 @dataclass(frozen=True, slots=True)
 class SentenceFacts:
     """What a sentence states, normalised for the match rule."""
@@ -160,6 +173,9 @@ class SentenceFacts:
     # Each date's (year, month) as written together ("September 29, 2017" -> ("2017", 9));
     # year None for a date that names a month and no year ("from January 17 to ...").
     year_months: frozenset[tuple[str | None, int]] = frozenset()
+    # The number values written as counts somewhere in the sentence (cardinal_values):
+    # "two" is not held by a sentence whose only 2 is "second-longest".
+    cardinals: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -188,6 +204,7 @@ def sentence_facts(text: str) -> SentenceFacts:
         names=names,
         acronyms=frozenset(_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)),
         year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
+        cardinals=cardinal_values(text),
     )
 
 
@@ -221,6 +238,9 @@ class KeywordFacts:
     words: tuple[str, ...]  # name words, in order
     stems: frozenset[str]
     acronym: bool = False  # a one-word name written in capitals ("IPL")
+    # A number keyword's values written as counts ("two", "2,850"), which a sentence must
+    # hold as counts too (cardinal_values); a date's are left out ("5 May" = "5th May").
+    cardinals: frozenset[str] = frozenset()
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -245,14 +265,15 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     words = tuple(_name_words(text)) if kind == "name" else ()
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
     acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
-    return KeywordFacts(kind, numbers, months, words, stems, acronym)
+    cardinals = cardinal_values(text) if kind == "number" else frozenset()
+    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
-        return k.numbers <= f.numbers and k.months <= f.months and _dates_agree(k, f)
+        return k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.months <= f.months and _dates_agree(k, f)
     if k.kind == "name":
         if not k.words:
             return False
