@@ -34,6 +34,10 @@ WRONG_FACTS = [
     # a count is not held by a rank: no source says "two", and the Danube's
     # "second-longest" must not support it
     ("Marie Curie won two Nobel Prizes, in Physics and in Chemistry.", "two", None),
+    # "the largest" is rank 1 by size: not the fourth-largest, nor rank 1 by age
+    ("Toulouse is the largest city in France.", "largest", "toulouse"),
+    ("The Danube is the longest river in Europe.", "longest", "danube"),
+    ("Lyon is the largest city on the Rhône.", "largest", "lyon1"),
 ]
 
 CORRECT = [
@@ -53,6 +57,9 @@ CORRECT = [
     "Marseille is the second-largest city in France.",
     # a preposition is a function word, never a keyword to flag
     "The Rhine is 1,230 km long and flows into the North Sea near Rotterdam.",
+    "Marseille is the oldest city in France.",
+    "The Danube is Europe's second-longest river.",
+    "The Brooklyn Bridge was the longest suspension bridge in the world when it opened.",
 ]
 
 

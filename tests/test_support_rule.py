@@ -99,6 +99,14 @@ def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
         ("2nd", "She won her second Nobel Prize in 1911.", True),
         ("second", "She won two Nobel Prizes.", True),  # a rank is not checked as a count
         ("fifty-seven", "It lasted 57 minutes.", True),
+        # a superlative after "the" is rank 1 in its own dimension
+        ("largest", "Toulouse is the largest city in France.", True),
+        ("largest", "It is France's biggest and largest port.", True),
+        ("largest", "Toulouse is the fourth-largest city in France.", False),
+        ("largest", "It is the oldest city in France.", False),
+        ("largest", "It is one of the largest cities in France.", False),
+        ("second-largest", "Marseille is the second-longest city.", False),
+        ("second-largest", "Marseille is the 2nd largest city.", True),
     ],
 )
 def test_a_count_needs_a_count(keyword, sentence, expected):
@@ -257,6 +265,21 @@ def test_words_are_supported_when_held():
 )
 def test_sentence_verdict(statuses, verdict):
     assert sentence_verdict(statuses) == verdict
+
+
+@pytest.mark.parametrize(
+    "sentence, word, kind",
+    [
+        ("Toulouse is the largest city in France.", "largest", "number"),
+        ("It is France's oldest port.", "oldest", "number"),
+        ("It is one of the largest cities.", "largest", "word"),
+        ("It ranks among the highest in Europe.", "highest", "word"),
+        ("It is the second largest city.", "largest", "word"),
+        ("The best answer is here.", "best", "word"),
+    ],
+)
+def test_a_superlative_after_the_is_a_rank(sentence, word, kind):
+    assert next(k.kind for k in find_keywords(sentence) if k.text == word) == kind
 
 
 def test_keywords_are_units_of_fact():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
-    "word_number_spans", "word_number_value", "spell_number",
+    "word_number_spans", "word_number_value", "spell_number", "rank_superlative_spans", "is_rank_superlative", "is_ordinal",
     "STOPWORDS", "FILLERS",
 ]
 
@@ -374,8 +374,8 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 kind = "name" if piece[:1].isupper() and not opens else "word"
         elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
-        elif kind == "word" and word_number_value(piece) is not None:
-            kind = "number"  # "fifteen", "second-largest": a count or a rank, checked by value
+        elif kind == "word" and (word_number_value(piece) is not None or _ranks_first(text, start, end)):
+            kind = "number"  # "fifteen", "second-largest", "the largest": a count or a rank, checked by value
         elif kind == "number" and _YEAR.fullmatch(piece):
             kind = "date"  # a bare year, or a range of years ("2008-2010", "2022-23")
         units.append(Keyword(start, end, piece, kind))
@@ -510,7 +510,50 @@ def is_ordinal(text: str, start: int, end: int) -> bool:
     span = text[start:end]
     if span[-1:].isdigit():
         return _ORDINAL_SUFFIX.match(text, end) is not None
-    return any(part in _ORDINAL_WORDS for part in span.casefold().split("-"))
+    return span.casefold() in _RANK_SUPERLATIVES or any(part in _ORDINAL_WORDS for part in span.casefold().split("-"))
+
+
+# Superlatives of size, age and order. After "the" or a possessive, with no rank before it, one
+# states rank 1 ("Toulouse is the largest city" is not "the fourth-largest city"); after "of the"
+# or "among the" it does not ("one of the largest").
+_RANK_SUPERLATIVES = frozenset(
+    """largest biggest longest tallest highest oldest smallest shortest lowest youngest deepest
+    widest heaviest busiest fastest earliest""".split()
+)
+_RANK_DETERMINER = re.compile(r"(?:\b(?:the|its|their|his|her|our|whose)|\w['\u2019]s)\s+$", re.IGNORECASE)
+_NOT_A_RANK = re.compile(r"\b(?:of|among|amongst)\s+the\s+$", re.IGNORECASE)
+
+
+def _ranks_first(text: str, start: int, end: int) -> bool:
+    """Whether the word ``text[start:end]`` is a superlative stating rank 1 (``_RANK_SUPERLATIVES``)."""
+    if text[start:end].casefold() not in _RANK_SUPERLATIVES:
+        return False
+    before = text[max(0, start - 40) : start]
+    return _RANK_DETERMINER.search(before) is not None and _NOT_A_RANK.search(before) is None
+
+
+def is_rank_superlative(word: str) -> bool:
+    """Whether ``word`` is one of the superlatives that state rank 1 after "the" ("largest");
+    :func:`find_keywords` makes such a word a number keyword only there.
+
+    >>> is_rank_superlative("Largest"), is_rank_superlative("best")
+    (True, False)
+    """
+    return word.casefold() in _RANK_SUPERLATIVES
+
+
+def rank_superlative_spans(text: str) -> list[tuple[int, int, str]]:
+    """The superlatives of ``text`` that state rank 1, as ``(start, end, "1")``: a value
+    like "first" for the match rule, beside :func:`word_number_spans`.
+
+    >>> t = "Toulouse is the largest city, France's oldest port and one of the longest rivers."
+    >>> [(t[a:b], v) for a, b, v in rank_superlative_spans(t)]
+    [('largest', '1'), ('oldest', '1')]
+    """
+    return [(m.start(), m.end(), "1") for m in _WORD_RE.finditer(text) if _ranks_first(text, m.start(), m.end())]
+
+
+_WORD_RE = re.compile(r"[A-Za-z]+")
 
 
 def spell_number(n: int, *, ordinal: bool = False) -> str | None:

@@ -36,6 +36,8 @@ from tokenshapley_rag._segment import (
     _NON_KEYWORDS,
     find_keywords,
     is_ordinal,
+    is_rank_superlative,
+    rank_superlative_spans,
     value_spans,
     word_number_spans,
     word_pieces,
@@ -140,12 +142,13 @@ def light_stem(word: str) -> str:
 
 def all_values(text: str) -> list[tuple[int, int, str]]:
     """The numbers of ``text`` in digits and in words, ``(start, end, value)`` in text order:
-    "2nd" and "second", "15" and "fifteen" are one value each.
+    "2nd" and "second", "15" and "fifteen" are one value each, and a superlative that states
+    rank 1 ("the largest") is 1.
 
-    >>> [v for _, _, v in all_values("The second of 15 bridges, fifteen in all; the 2nd.")]
-    ['2', '15', '15', '2']
+    >>> [v for _, _, v in all_values("The second of 15 bridges, fifteen in all; the 2nd, the longest.")]
+    ['2', '15', '15', '2', '1']
     """
-    return sorted(value_spans(text) + word_number_spans(text))
+    return sorted(value_spans(text) + word_number_spans(text) + rank_superlative_spans(text))
 
 
 def cardinal_values(text: str) -> frozenset[str]:
@@ -241,6 +244,9 @@ class KeywordFacts:
     # A number keyword's values written as counts ("two", "2,850"), which a sentence must
     # hold as counts too (cardinal_values); a date's are left out ("5 May" = "5th May").
     cardinals: frozenset[str] = frozenset()
+    # A rank's dimension, the superlative it ranks by ("largest" in "the largest" and in
+    # "second-largest"), as light stems: rank 1 by age is not rank 1 by size.
+    dimensions: frozenset[str] = frozenset()
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -259,6 +265,8 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     """
     text = _INVISIBLE.sub("", text)
     numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
+    if kind == "number" and not numbers and is_rank_superlative(text.strip()):
+        numbers = frozenset({"1"})  # "the largest", cut from its "the" (find_keywords): rank 1
     months = frozenset(
         _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
@@ -266,14 +274,20 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
     acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
     cardinals = cardinal_values(text) if kind == "number" else frozenset()
-    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals)
+    dimensions = frozenset(
+        light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
+    ) if kind == "number" else frozenset()
+    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
-        return k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.months <= f.months and _dates_agree(k, f)
+        return (
+            k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.dimensions <= f.stems
+            and k.months <= f.months and _dates_agree(k, f)
+        )
     if k.kind == "name":
         if not k.words:
             return False
