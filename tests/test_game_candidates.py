@@ -111,12 +111,15 @@ def test_game_candidates_equal_the_mask_based_searches(where, sizes, copies, n_q
     classes = rng.integers(0, 4, size=n_queries)
     pieces = rng.random(n_queries) < 0.3
     n_match = min(m, store.size) // 2 if mixed else 0
-    if where == "blocks":  # the same keys, given widened in source blocks
+    if where == "blocks":  # the same keys, given widened in source blocks, searched there
         searched = _random_store(np.random.default_rng(seed + 1), token_ids, blocks=rng)
-        np.testing.assert_array_equal(searched.keys, store.keys)
+        assert searched._keys is None
     else:
         searched = store if where == "host" else _on_device(store, where)
     d2, idx, carries = searched.game_candidates(queries, classes, m, n_match, pieces)
+    if where == "blocks":
+        assert searched._keys is None  # searched in place, no stacked copy
+        np.testing.assert_array_equal(searched.keys, store.keys)
     want_d, want_i, want_carries = _oracle(store, queries, classes, pieces, m, n_match)
     # Exact equality: both order the same float64 distances (exact_distances, a function
     # of the two vectors' bits) by (distance, index); the scan's float32 pre-selection
@@ -225,6 +228,44 @@ def test_candidates_and_values_are_identical_for_any_block_and_thread_count(monk
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_search_in_source_blocks_equals_the_stacked_search(monkeypatch):
+    # Keys given in source blocks are searched where they are (one product per block, the
+    # measured entries' keys gathered); the players, distances, carriers and values must be
+    # the stacked search's bit for bit: with exact ties (copies of sentences, and every
+    # sentence start sharing one key), rows that outgrow their room for kept entries, one
+    # or many rows per block, serial or parallel.
+    rng = np.random.default_rng(21)
+    base = [rng.integers(0, 10, size=rng.integers(1, 9)).astype(np.int64) for _ in range(40)]
+    token_ids = base + [base[0]] * 12 + [base[5], base[7]]
+    queries = None
+    for variant in range(6):
+        split = np.random.default_rng(100 + variant)
+        in_blocks = _random_store(np.random.default_rng(3), token_ids, hidden=16, blocks=split)
+        stacked = _random_store(np.random.default_rng(3), token_ids, hidden=16, blocks=np.random.default_rng(100 + variant))
+        stacked.keys  # stacked at first use: the stacked search from here on
+        assert in_blocks._keys is None and stacked._keys is not None
+        if queries is None:
+            queries = np.concatenate([
+                stacked.keys[rng.integers(0, stacked.size, 6)],  # distance 0, shared keys included
+                (stacked.keys[rng.integers(0, stacked.size, 6)] + rng.normal(size=(6, 16))).astype(np.float32),
+                _mirror_queries(stacked, rng, 4),
+            ])
+            classes = rng.integers(0, 4, size=len(queries))
+            pieces = rng.random(len(queries)) < 0.3
+        monkeypatch.setattr(_datastore, "_SEARCH_BLOCK", (1 + variant % 3 * 7) * stacked.size)
+        monkeypatch.setattr(_datastore, "_PARALLEL_CELLS", 1 if variant % 2 else 1 << 40)
+        monkeypatch.setattr(_datastore, "HOST_PRODUCT_ROWS", [3, 2048][variant % 2])
+        for m, n_match in ((10, 5), (4, 0), (30, 15)):
+            want = stacked.game_candidates(queries, classes, m, n_match, pieces)
+            got = in_blocks.game_candidates(queries, classes, m, n_match, pieces)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b, err_msg=f"variant {variant}, m {m}")
+            np.testing.assert_array_equal(
+                sentence_values(*got[:2], classes, in_blocks, 3, "auto", pieces),
+                sentence_values(*want[:2], classes, stacked, 3, "auto", pieces))
+        assert in_blocks._keys is None
+
+
 def test_host_partial_distances_match_the_float64_product_for_any_key_block(monkeypatch):
     rng = np.random.default_rng(4)
     keys = rng.normal(size=(23, 16)).astype(np.float32)
@@ -233,11 +274,12 @@ def test_host_partial_distances_match_the_float64_product_for_any_key_block(monk
     want = q2.astype(np.float64) @ keys.T.astype(np.float64) + norms
     for block_rows in (1, 4, 23, 2048):
         monkeypatch.setattr(_datastore, "HOST_PRODUCT_ROWS", block_rows)
-        got = _datastore.host_partial_distances(q2, keys, norms)
-        assert got.dtype == np.float32 and got.shape == (5, 23) and got.flags.c_contiguous
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
-    assert _datastore.host_partial_distances(q2[:0], keys, norms).shape == (0, 23)
-    assert _datastore.host_partial_distances(q2, keys[:0], norms[:0]).shape == (5, 0)
+        for blocks in ([keys], [keys[:5], keys[5:6], keys[6:]]):
+            got = _datastore.host_partial_distances(q2, blocks, norms)
+            assert got.dtype == np.float32 and got.shape == (5, 23) and got.flags.c_contiguous
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+    assert _datastore.host_partial_distances(q2[:0], [keys], norms).shape == (0, 23)
+    assert _datastore.host_partial_distances(q2, [keys[:0]], norms[:0]).shape == (5, 0)
 
 
 def _rounded_differently(store, rng, share):

@@ -6,6 +6,7 @@ compiled search kernels are in :mod:`._kernels`.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,10 @@ import torch
 from tokenshapley_rag._device_search import DeviceIndex, device_candidates
 from tokenshapley_rag._kernels import (
     exact_rows,
+    keep_rows,
+    keep_rows_serial,
     list_products,
+    measure_kept_rows,
     prefix_representatives,
     probe_rows,
     scan_rows,
@@ -127,11 +131,11 @@ class Datastore:
     source_keys : list of (ndarray, ndarray) or None
         The entries' keys already widened, in consecutive blocks (one per source, as the
         builder remembers them): float32 ``(n, hidden)`` keys and their float32 squared
-        norms. The host search's keys are then these blocks stacked, one copy, instead of
-        every float16 key widened and its norm summed again. (Searching the blocks in
-        place, one product per block, measured slower than the copy and one product:
-        docs/reports/performance.md.) Ignored with ``search_device``. None: widened from
-        ``entries``.
+        norms. The exact host search then reads them where they are: one product per
+        block, and the keys of the few entries it measures gathered from their blocks
+        (no float32 copy of the keys, every float16 key widened and norm summed again
+        neither). :attr:`keys` stacks them at first use, for the other searches. Ignored
+        with ``search_device``. None: widened from ``entries``.
     """
 
     def __init__(
@@ -161,6 +165,10 @@ class Datastore:
         self.search_device = search_device
         self._device_index: DeviceIndex | None = None
         self._keys: np.ndarray | None = None
+        # The source_keys blocks (consecutive, covering every entry) and their first rows:
+        # the exact host search reads them in place (_exact_candidates_in_blocks).
+        self._blocks: list[np.ndarray] | None = None
+        self._block_starts: np.ndarray | None = None
         # Built for a device: the keys as the cache has them (float16, half the bytes) go
         # there, and the host widens its float32 copy only if a host search asks for it.
         self._stacked: np.ndarray | None = None
@@ -168,8 +176,7 @@ class Datastore:
         if search_device is not None and self.size:
             self._stacked = _stacked_rows([e.keys for e in entries], self.size, hidden)
         elif source_keys is not None and self.size:
-            self._keys, norms = _stacked_source_keys(source_keys, self.size, hidden)
-            _copy_representatives(self._keys, self._representative)
+            self._blocks, self._block_starts, norms = _checked_source_keys(source_keys, self.size, hidden)
             _copy_representatives(norms, self._representative)
         else:
             self._keys = widened_keys([e.keys for e in entries], self.size, hidden)
@@ -204,10 +211,13 @@ class Datastore:
     @property
     def keys(self) -> np.ndarray:
         """``(size, hidden)`` float32: every entry's key (its representative's, bit for bit).
-        Built with the datastore, or at the first host search where the datastore was built
-        for a device."""
+        Built with the datastore, or at first use where the datastore was built for a
+        device (widened from its float16 keys) or from ``source_keys`` (the blocks stacked)."""
         if self._keys is None:
-            keys = widened_keys([self._stacked], self.size, self._width)
+            if self._blocks is not None:
+                keys = np.concatenate(self._blocks) if self._blocks else np.zeros((0, self._width), np.float32)
+            else:
+                keys = widened_keys([self._stacked], self.size, self._width)
             _copy_representatives(keys, self._representative)
             self._keys, self._stacked = keys, None
         return self._keys
@@ -390,6 +400,8 @@ class Datastore:
             d_out = np.zeros((t_rows, m), dtype=np.float64)
             i_out = np.zeros((t_rows, m), dtype=np.int64)
             carries = np.zeros((t_rows, len(self.sentences)), dtype=bool)
+        if self._keys is None and self._blocks is not None and _torch_matmul_is_ieee("cpu"):
+            return self._exact_candidates_in_blocks(q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries)
         rows = self.rows_per_block
         for a in range(0, t_rows, rows):
             b = min(a + rows, t_rows)
@@ -402,6 +414,66 @@ class Datastore:
                  self.token_class, self.piece_class, self.sentence_of, classes[a:b], use_piece[a:b], n_match,
                  d_out[a:b], i_out[a:b], carries[a:b])
         return d_out, i_out, carries
+
+    def _exact_candidates_in_blocks(self, q, q_norms, classes, use_piece, m, n_match, d_out, i_out, carries):
+        """:meth:`_exact_candidates` over the ``source_keys`` blocks where they are: the
+        product block by block (:func:`host_partial_distances`), the pass over every entry
+        without the keys (:func:`keep_rows`: the entries still under the final cuts and the
+        cuts), then those entries' keys gathered from their blocks and measured
+        (:func:`measure_kept_rows`). The players are the stacked search's, bit for bit: the
+        same entries are measured against the same keys (a representative's own key) under
+        the same cuts, in the same order."""
+        t_rows = q.shape[0]
+        # Room for each row's kept entries: the m (+ n_match) players and the few the bound
+        # cannot rule out; a row with more (ties: every sentence start shares one key) is
+        # passed again with room for all.
+        room = 2 * (m + n_match) + 16
+        for a in range(0, t_rows, self.rows_per_block):
+            b = min(a + self.rows_per_block, t_rows)
+            with step("distance_product"):
+                partial = host_partial_distances(q[a:b] * np.float32(-2.0), self._blocks, self._norms)
+            kept, lo, same, counts, near_cuts, match_cuts = self._keep(
+                partial, q_norms[a:b], classes[a:b], use_piece[a:b], m, n_match, room, carries[a:b])
+            over = np.flatnonzero(counts > room)
+            if len(over):
+                # (The carriers of these rows are marked already: the second pass marks a copy.)
+                wide = self._keep(partial[over], q_norms[a:b][over], classes[a:b][over], use_piece[a:b][over], m,
+                                  n_match, int(counts[over].max()), carries[a:b][over])
+                widened = [np.pad(x, ((0, 0), (0, wide[0].shape[1] - room))) for x in (kept, lo, same)]
+                for x, w in zip(widened, wide[:3]):
+                    x[over] = w
+                kept, lo, same = widened
+            took = np.arange(kept.shape[1])[None, :] < counts[:, None]
+            flat = kept[took]
+            row_starts = np.zeros(b - a + 1, dtype=np.int64)
+            np.cumsum(counts, out=row_starts[1:])
+            measure_kept_rows(q[a:b], self._rows_of(self._representative[flat]), row_starts, flat, lo[took],
+                              same[took], near_cuts, match_cuts, n_match, d_out[a:b], i_out[a:b])
+        return d_out, i_out, carries
+
+    def _keep(self, partial, q_norms, classes, use_piece, m, n_match, room, carries):
+        """:func:`keep_rows` into new arrays with ``room`` entries per row."""
+        t_rows = partial.shape[0]
+        kept = np.zeros((t_rows, room), dtype=np.int64)
+        lo = np.zeros((t_rows, room), dtype=np.float64)
+        same = np.zeros((t_rows, room), dtype=bool)
+        counts = np.zeros(t_rows, dtype=np.int64)
+        near_cuts = np.zeros(t_rows, dtype=np.float64)
+        match_cuts = np.zeros(t_rows, dtype=np.float64)
+        keep = keep_rows if partial.size >= _PARALLEL_CELLS else keep_rows_serial
+        keep(partial, q_norms, self._key_margin, self._rel, self._representative, self.token_class, self.piece_class,
+             self.sentence_of, classes, use_piece, n_match, m, kept, lo, same, counts, near_cuts, match_cuts, carries)
+        return kept, lo, same, counts, near_cuts, match_cuts
+
+    def _rows_of(self, entries: np.ndarray) -> np.ndarray:
+        """The keys of ``entries`` (indices, in order), gathered from the blocks: float32
+        ``(len(entries), hidden)``."""
+        out = np.empty((len(entries), self._width), dtype=np.float32)
+        block = np.searchsorted(self._block_starts, entries, side="right") - 1
+        for i in np.unique(block).tolist():
+            at = np.flatnonzero(block == i)
+            out[at] = self._blocks[i][entries[at] - self._block_starts[i]]
+        return out
 
     def _check_queries(self, q: np.ndarray) -> None:
         """Refuse queries the compiled scans cannot bound (a NaN or inf) or index (width)."""
@@ -432,7 +504,7 @@ class Datastore:
         exact, so the product is the same."""
         q2 = q * np.float32(-2.0)
         if _torch_matmul_is_ieee("cpu"):
-            return host_partial_distances(q2, self.keys, self._norms)
+            return host_partial_distances(q2, [self.keys], self._norms)
         out = np.matmul(q2, self.keys.T)
         out += self._norms
         return out
@@ -557,10 +629,11 @@ class Datastore:
 HOST_PRODUCT_ROWS = 2048
 
 
-def host_partial_distances(q2: np.ndarray, keys: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """``(T, N)`` float32 ``q2 @ keys.T + norms``, on torch's threads.
+def host_partial_distances(q2: np.ndarray, blocks: Sequence[np.ndarray], norms: np.ndarray) -> np.ndarray:
+    """``(T, N)`` float32 ``q2 @ keys.T + norms``, on torch's threads, for the keys given as
+    consecutive ``blocks`` of rows (one array, or a source's keys each).
 
-    One ``keys[a:b] @ q2.T`` per block of :data:`HOST_PRODUCT_ROWS` key rows (MKL's
+    One ``keys[a:b] @ q2.T`` per block of at most :data:`HOST_PRODUCT_ROWS` key rows (MKL's
     fastest orientation for a few queries against many keys), each added to its norms and
     transposed into the result. Why not numpy's BLAS: after each call OpenBLAS's threads
     keep spinning on the cores for tens of milliseconds, against the encoder's next pass
@@ -568,21 +641,47 @@ def host_partial_distances(q2: np.ndarray, keys: np.ndarray, norms: np.ndarray) 
     (docs/reports/performance.md, "Long contexts: one thread pool for the search's product").
 
     >>> q2, keys = np.array([[-2.0, 0.0]], np.float32), np.array([[1.0, 0.0], [0.0, 3.0]], np.float32)
-    >>> host_partial_distances(q2, keys, np.einsum("nd,nd->n", keys, keys)).tolist()
+    >>> host_partial_distances(q2, [keys[:1], keys[1:]], np.einsum("nd,nd->n", keys, keys)).tolist()
     [[-1.0, 9.0]]
     """
-    n, t_rows = keys.shape[0], q2.shape[0]
+    n, t_rows = norms.shape[0], q2.shape[0]
     out = np.empty((t_rows, n), dtype=np.float32)
     if not n or not t_rows:
         return out
     queries = torch.from_numpy(np.ascontiguousarray(q2)).T
-    all_keys = torch.from_numpy(keys)
-    block = torch.empty((min(HOST_PRODUCT_ROWS, n), t_rows), dtype=torch.float32)
+    rows_per_product = min(HOST_PRODUCT_ROWS, n)
+    block = torch.empty((rows_per_product, t_rows), dtype=torch.float32)
     block_rows = block.numpy()
-    for a in range(0, n, HOST_PRODUCT_ROWS):
-        b = min(a + HOST_PRODUCT_ROWS, n)
-        torch.mm(all_keys[a:b], queries, out=block[: b - a])
-        np.add(block_rows[: b - a].T, norms[a:b], out=out[:, a:b])
+    # Blocks shorter than a product are copied together into one buffer first: a product
+    # of a few hundred rows runs well below MKL's speed on 2,048.
+    staged = np.empty((rows_per_product, q2.shape[1]), dtype=np.float32)
+    staged_rows = torch.from_numpy(staged)
+    n_staged = 0
+
+    def product(rows: torch.Tensor, start: int) -> None:
+        count = rows.shape[0]
+        torch.mm(rows, queries, out=block[:count])
+        np.add(block_rows[:count].T, norms[start : start + count], out=out[:, start : start + count])
+
+    start = 0
+    for keys in blocks:
+        count = keys.shape[0]
+        if count < rows_per_product:
+            if n_staged + count > rows_per_product:
+                product(staged_rows[:n_staged], start - n_staged)
+                n_staged = 0
+            staged[n_staged : n_staged + count] = keys
+            n_staged += count
+        else:
+            if n_staged:
+                product(staged_rows[:n_staged], start - n_staged)
+                n_staged = 0
+            rows = torch.from_numpy(keys)
+            for a in range(0, count, rows_per_product):
+                product(rows[a : a + rows_per_product], start + a)
+        start += count
+    if n_staged:
+        product(staged_rows[:n_staged], start - n_staged)
     return out
 
 
@@ -630,19 +729,21 @@ def widened_keys(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
     return out
 
 
-def _stacked_source_keys(
+def _checked_source_keys(
     blocks: list[tuple[np.ndarray, np.ndarray]], rows: int, width: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The keys and norms of ``source_keys`` (:class:`Datastore`), checked and stacked:
-    ``(rows, width)`` and ``(rows,)`` float32."""
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The key blocks of ``source_keys`` (:class:`Datastore`), checked: the non-empty
+    blocks, their first rows, and the norms stacked (``(rows,)`` float32)."""
     blocks = [(keys, norms) for keys, norms in blocks if keys.shape[0]]
     if sum(keys.shape[0] for keys, _ in blocks) != rows or any(
         keys.dtype != np.float32 or keys.shape[1:] != (width,) or norms.dtype != np.float32
-        or norms.shape != keys.shape[:1] for keys, norms in blocks
+        or norms.shape != keys.shape[:1] or not keys.flags.c_contiguous for keys, norms in blocks
     ):
-        raise ValueError(f"source_keys must be float32 blocks of width {width} covering the {rows} entries, "
-                         f"each with one norm per key")
-    return np.concatenate([keys for keys, _ in blocks]), np.concatenate([norms for _, norms in blocks])
+        raise ValueError(f"source_keys must be C-contiguous float32 blocks of width {width} covering the {rows} "
+                         f"entries, each with one norm per key")
+    starts = np.zeros(len(blocks), dtype=np.int64)
+    np.cumsum([keys.shape[0] for keys, _ in blocks[:-1]], out=starts[1:])
+    return [keys for keys, _ in blocks], starts, np.concatenate([norms for _, norms in blocks])
 
 
 def _stacked_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:

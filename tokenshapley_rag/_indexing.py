@@ -42,9 +42,10 @@ class IndexedSource:
     (:meth:`DatastoreBuilder.build`): its sentences (and pieces) as ``(start, end, text)``
     spans, their cache entries and token classes, and their keys widened to float32 in one
     block with their squared norms. Retrieved chunks recur in new combinations; a new
-    source list of known chunks then stacks these blocks instead of looking up, classing
-    and widening every sentence again (docs/reports/performance.md, "Long contexts: indexed
-    sources, and numpy's product")."""
+    source list of known chunks is then searched in these blocks where they are, instead of
+    looking up, classing and widening every sentence again (docs/reports/performance.md,
+    "Long contexts: indexed sources, and numpy's product" and "Long contexts: the keys
+    searched where the sources keep them")."""
 
     spans: tuple[tuple[int, int, str], ...]
     entries: tuple[CachedSentence, ...]

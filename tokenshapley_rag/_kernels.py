@@ -13,7 +13,7 @@ import numpy as np
 from tokenshapley_rag.shapley import _shapley_row
 
 __all__ = [
-    "exact_d2", "exact_rows", "measure_kept_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows",
+    "exact_d2", "exact_rows", "keep_entries", "keep_row", "keep_rows", "keep_rows_serial", "measure_kept_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows",
     "select_rows_serial", "sentence_value_row", "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows",
     "span_game_rows", "prefix_representatives", "probe_rows", "list_products", "widen_halves",
 ]
@@ -323,9 +323,11 @@ def measure_players(q, keys, key_rows, kept, kept_lo, kept_same, n_kept, near_cu
 
 
 @numba.njit(cache=True, nogil=True)
-def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
-              use_piece, n_match, d_out, i_out, carries):
-    m = d_out.shape[0]
+def keep_entries(partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
+                 use_piece, n_match, m, kept, kept_lo, kept_same, carries):
+    """The pass of one row over every entry (:func:`scan_row`): the entries kept as they
+    come into ``kept`` / ``kept_lo`` / ``kept_same`` (in index order), ``carries`` marked.
+    Returns ``(n_kept, near_cut, match_cut)``, the cuts at the end of the pass."""
     n_entries = partial.shape[0]
     classes = piece_class if use_piece else token_class
     qn = np.float64(q_norm)
@@ -336,9 +338,6 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
     n_match_hi = 0
     near_cut = np.inf if m > 0 else -np.inf  # -inf: no list, nothing kept for it
     match_cut = np.inf if n_match > 0 else -np.inf
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    kept_same = np.empty(n_entries, np.bool_)
     n_kept = 0
     for j in range(n_entries):
         d = np.float64(partial[representative[j]]) + qn
@@ -361,9 +360,72 @@ def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_cl
         n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
         if same:
             n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
+    return n_kept, near_cut, match_cut
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
+              use_piece, n_match, d_out, i_out, carries):
+    m = d_out.shape[0]
+    n_entries = partial.shape[0]
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    kept_same = np.empty(n_entries, np.bool_)
+    n_kept, near_cut, match_cut = keep_entries(partial, q_norm, key_margin, rel, representative, token_class,
+                                               piece_class, sentence_of, cls, use_piece, n_match, m, kept, kept_lo,
+                                               kept_same, carries)
     # The matched players, then the nearest others until there are m (the m nearest are m
     # distinct entries, so there always are), all in (distance, index) order.
     measure_players(q, keys, kept, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
+
+
+@numba.njit(cache=True, nogil=True)
+def keep_row(partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls, use_piece,
+             n_match, m, kept_out, lo_out, same_out, carries):
+    """:func:`scan_row` without its keys: the kept entries still under the final cuts
+    (those :func:`measure_players` measures, in the same order) into ``kept_out`` /
+    ``lo_out`` / ``same_out`` as far as they hold. Returns ``(count, near_cut,
+    match_cut)``; a count over the outputs' length means they hold only the first ones."""
+    n_entries = partial.shape[0]
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    kept_same = np.empty(n_entries, np.bool_)
+    n_kept, near_cut, match_cut = keep_entries(partial, q_norm, key_margin, rel, representative, token_class,
+                                               piece_class, sentence_of, cls, use_piece, n_match, m, kept, kept_lo,
+                                               kept_same, carries)
+    cap = kept_out.shape[0]
+    count = 0
+    for c in range(n_kept):
+        lo = kept_lo[c]
+        if not lo > near_cut or (n_match > 0 and not lo > match_cut and kept_same[c]):
+            if count < cap:
+                kept_out[count] = kept[c]
+                lo_out[count] = lo
+                same_out[count] = kept_same[c]
+            count += 1
+    return count, near_cut, match_cut
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def keep_rows(partial, q_norms, key_margin, rel, representative, token_class, piece_class, sentence_of, classes,
+              use_piece, n_match, m, kept_out, lo_out, same_out, counts, near_cuts, match_cuts, carries):
+    """:func:`keep_row` for every row (query) of ``partial``, in parallel: the host search
+    over keys kept in their sources' blocks (``Datastore``), whose players are then measured
+    from the kept entries' keys alone (:func:`measure_kept_rows`)."""
+    for t in numba.prange(partial.shape[0]):
+        counts[t], near_cuts[t], match_cuts[t] = keep_row(
+            partial[t], q_norms[t], key_margin, rel, representative, token_class, piece_class, sentence_of,
+            classes[t], use_piece[t], n_match, m, kept_out[t], lo_out[t], same_out[t], carries[t])
+
+
+@numba.njit(cache=True, nogil=True)
+def keep_rows_serial(partial, q_norms, key_margin, rel, representative, token_class, piece_class, sentence_of,
+                     classes, use_piece, n_match, m, kept_out, lo_out, same_out, counts, near_cuts, match_cuts,
+                     carries):
+    for t in range(partial.shape[0]):
+        counts[t], near_cuts[t], match_cuts[t] = keep_row(
+            partial[t], q_norms[t], key_margin, rel, representative, token_class, piece_class, sentence_of,
+            classes[t], use_piece[t], n_match, m, kept_out[t], lo_out[t], same_out[t], carries[t])
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
