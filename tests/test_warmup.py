@@ -69,7 +69,8 @@ def test_after_warmup_the_first_attribution_compiles_nothing(tmp_path, cache_roo
     assert {k: v for k, v in after.items() if v["misses"]} == {}
     assert all(v["hits"] for v in after.values())
     # the kernels of the candidate search and of the token games are among them
-    assert {"tokenshapley_rag._kernels.scan_rows_serial", "tokenshapley_rag._kernels.sequence_rows"} <= set(after)
+    assert {"tokenshapley_rag._kernels.keep_rows_serial", "tokenshapley_rag._kernels.measure_kept_rows",
+            "tokenshapley_rag._kernels.sequence_rows"} <= set(after)
 
 
 def test_an_engine_with_small_size_limits_still_warms_up(ts, monkeypatch):

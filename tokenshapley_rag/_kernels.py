@@ -324,11 +324,14 @@ def measure_players(q, keys, key_rows, kept, kept_lo, kept_same, n_kept, near_cu
 
 @numba.njit(cache=True, nogil=True)
 def keep_entries(partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
-                 use_piece, n_match, m, kept, kept_lo, kept_same, carries):
-    """The pass of one row over every entry (:func:`scan_row`): the entries kept as they
-    come into ``kept`` / ``kept_lo`` / ``kept_same`` (in index order), ``carries`` marked.
-    Returns ``(n_kept, near_cut, match_cut)``, the cuts at the end of the pass."""
+                 use_piece, n_match, m, carries):
+    """The pass of one row over every entry (:func:`scan_row`), ``carries`` marked.
+    Returns ``(kept, kept_lo, kept_same, n_kept, near_cut, match_cut)``: the entries kept as
+    they came (their first ``n_kept``, in index order) and the cuts at the end of the pass."""
     n_entries = partial.shape[0]
+    kept = np.empty(n_entries, np.int64)
+    kept_lo = np.empty(n_entries)
+    kept_same = np.empty(n_entries, np.bool_)
     classes = piece_class if use_piece else token_class
     qn = np.float64(q_norm)
     q_margin = rel * qn
@@ -360,20 +363,15 @@ def keep_entries(partial, q_norm, key_margin, rel, representative, token_class, 
         n_near_hi, near_cut = lower_cut(near_hi, n_near_hi, hi, near_cut)
         if same:
             n_match_hi, match_cut = lower_cut(match_hi, n_match_hi, hi, match_cut)
-    return n_kept, near_cut, match_cut
+    return kept, kept_lo, kept_same, n_kept, near_cut, match_cut
 
 
 @numba.njit(cache=True, nogil=True)
 def scan_row(partial, q_norm, q, keys, key_margin, rel, representative, token_class, piece_class, sentence_of, cls,
               use_piece, n_match, d_out, i_out, carries):
-    m = d_out.shape[0]
-    n_entries = partial.shape[0]
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    kept_same = np.empty(n_entries, np.bool_)
-    n_kept, near_cut, match_cut = keep_entries(partial, q_norm, key_margin, rel, representative, token_class,
-                                               piece_class, sentence_of, cls, use_piece, n_match, m, kept, kept_lo,
-                                               kept_same, carries)
+    kept, kept_lo, kept_same, n_kept, near_cut, match_cut = keep_entries(
+        partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls, use_piece,
+        n_match, d_out.shape[0], carries)
     # The matched players, then the nearest others until there are m (the m nearest are m
     # distinct entries, so there always are), all in (distance, index) order.
     measure_players(q, keys, kept, kept, kept_lo, kept_same, n_kept, near_cut, match_cut, n_match, d_out, i_out)
@@ -386,13 +384,9 @@ def keep_row(partial, q_norm, key_margin, rel, representative, token_class, piec
     (those :func:`measure_players` measures, in the same order) into ``kept_out`` /
     ``lo_out`` / ``same_out`` as far as they hold. Returns ``(count, near_cut,
     match_cut)``; a count over the outputs' length means they hold only the first ones."""
-    n_entries = partial.shape[0]
-    kept = np.empty(n_entries, np.int64)
-    kept_lo = np.empty(n_entries)
-    kept_same = np.empty(n_entries, np.bool_)
-    n_kept, near_cut, match_cut = keep_entries(partial, q_norm, key_margin, rel, representative, token_class,
-                                               piece_class, sentence_of, cls, use_piece, n_match, m, kept, kept_lo,
-                                               kept_same, carries)
+    kept, kept_lo, kept_same, n_kept, near_cut, match_cut = keep_entries(
+        partial, q_norm, key_margin, rel, representative, token_class, piece_class, sentence_of, cls, use_piece,
+        n_match, m, carries)
     cap = kept_out.shape[0]
     count = 0
     for c in range(n_kept):
