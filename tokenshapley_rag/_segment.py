@@ -495,24 +495,6 @@ def word_number_value(word: str) -> str | None:
     return None
 
 
-_ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)(?![^\W\d_])", re.IGNORECASE)
-
-
-def is_ordinal(text: str, start: int, end: int) -> bool:
-    """Whether the number at ``text[start:end]`` (a span of :func:`value_spans` or
-    :func:`word_number_spans`) is an ordinal: digits followed by st / nd / rd / th ("2nd",
-    "21st century"), or words with an ordinal part ("second-largest", "twenty-first").
-
-    >>> t = "the 2nd of two, the second-largest, twenty-first, fifty-seven, 5 m, 3rd."
-    >>> [(t[a:b], is_ordinal(t, a, b)) for a, b, _ in sorted(value_spans(t) + word_number_spans(t))]
-    [('2', True), ('two', False), ('second-largest', True), ('twenty-first', True), ('fifty-seven', False), ('5', False), ('3', True)]
-    """
-    span = text[start:end]
-    if span[-1:].isdigit():
-        return _ORDINAL_SUFFIX.match(text, end) is not None
-    return span.casefold() in _RANK_SUPERLATIVES or any(part in _ORDINAL_WORDS for part in span.casefold().split("-"))
-
-
 # Superlatives of size, age and order. After "the" or a possessive, with no rank before it, one
 # states rank 1 ("Toulouse is the largest city" is not "the fourth-largest city"); after "of the"
 # or "among the" it does not ("one of the largest").
@@ -522,6 +504,26 @@ _RANK_SUPERLATIVES = frozenset(
 )
 _RANK_DETERMINER = re.compile(r"(?:\b(?:the|its|their|his|her|our|whose)|\w['\u2019]s)\s+$", re.IGNORECASE)
 _NOT_A_RANK = re.compile(r"\b(?:of|among|amongst)\s+the\s+$", re.IGNORECASE)
+_WORD_RE = re.compile(r"[A-Za-z]+")
+
+
+_ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)(?![^\W\d_])", re.IGNORECASE)
+
+
+def is_ordinal(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` (a span of :func:`value_spans` or
+    :func:`word_number_spans`) is an ordinal: digits followed by st / nd / rd / th ("2nd",
+    "21st century"), words with an ordinal part ("second-largest", "twenty-first"), or a
+    superlative of :func:`rank_superlative_spans` (rank 1).
+
+    >>> t = "the 2nd of two, the second-largest, twenty-first, fifty-seven, 5 m, 3rd."
+    >>> [(t[a:b], is_ordinal(t, a, b)) for a, b, _ in sorted(value_spans(t) + word_number_spans(t))]
+    [('2', True), ('two', False), ('second-largest', True), ('twenty-first', True), ('fifty-seven', False), ('5', False), ('3', True)]
+    """
+    span = text[start:end]
+    if span[-1:].isdigit():
+        return _ORDINAL_SUFFIX.match(text, end) is not None
+    return span.casefold() in _RANK_SUPERLATIVES or any(part in _ORDINAL_WORDS for part in span.casefold().split("-"))
 
 
 def _ranks_first(text: str, start: int, end: int) -> bool:
@@ -551,9 +553,6 @@ def rank_superlative_spans(text: str) -> list[tuple[int, int, str]]:
     [('largest', '1'), ('oldest', '1')]
     """
     return [(m.start(), m.end(), "1") for m in _WORD_RE.finditer(text) if _ranks_first(text, m.start(), m.end())]
-
-
-_WORD_RE = re.compile(r"[A-Za-z]+")
 
 
 def spell_number(n: int, *, ordinal: bool = False) -> str | None:

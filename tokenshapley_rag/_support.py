@@ -6,7 +6,8 @@ source sentence through normalised *facts*:
 
 * numbers by value (:func:`~tokenshapley_rag._segment.number_value`: "2,850" = "2850",
   "-3,5" = "-3.5"), never by unit or neighbours ("2,580 kilometres" is not held by
-  "2,850 kilometres");
+  "2,850 kilometres"); a count only by a count ("two" is not "second"), a rank with the
+  superlative it ranks by ("the largest" is rank 1, not held by "the oldest");
 * dates by their numbers (day, year) and month (names and abbreviations folded to 1-12);
 * names by their words (case, accents and a possessive "'s" folded; joiners such as "of"
   ignored; a word also by its stem): a sentence holds a name when it holds all of its words,
