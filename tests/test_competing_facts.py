@@ -137,3 +137,13 @@ def test_fillers_are_not_keywords(attribute, answer):
     texts = [c.text.lower() for c in attribute(answer).citations]
     for filler in ("i", "don't", "know", "every", "making", "makes"):
         assert filler not in texts
+
+
+def test_a_count_is_contradicted_only_by_another_count(ts):
+    # With the question asked, the predicate game ranked Curie's "died in 1934" sentence
+    # first, and a year was taken as the "other value" of the count "two": a count's rival
+    # must state another count (a rank another rank), not a date.
+    res = ts.attribute(query="Marie Curie?", sources=SOURCES,
+                       response="Marie Curie won two Nobel Prizes, in Physics and in Chemistry.")
+    two = _cite(res, "two")
+    assert two.status == "unsupported" and two.conflict is None and two.best is None

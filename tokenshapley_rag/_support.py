@@ -180,6 +180,10 @@ class SentenceFacts:
     # The number values written as counts somewhere in the sentence (cardinal_values):
     # "two" is not held by a sentence whose only 2 is "second-longest".
     cardinals: frozenset[str] = frozenset()
+    # The values of its number keywords (not its dates), as counts and as ranks: what a
+    # sentence states as another count or another rank (states_other_value).
+    counts: frozenset[str] = frozenset()
+    ranks: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -209,7 +213,18 @@ def sentence_facts(text: str) -> SentenceFacts:
         acronyms=frozenset(_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)),
         year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
         cardinals=cardinal_values(text),
+        counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
+        ranks=frozenset(v for k in keywords if k.kind == "number" for v in _rank_values(k.text)),
     )
+
+
+def _rank_values(text: str) -> frozenset[str]:
+    """The values a number keyword states as ranks ("second-largest": 2; "largest", a
+    superlative :func:`~tokenshapley_rag._segment.find_keywords` cut from its "the": 1)."""
+    ranks = {v for a, b, v in all_values(text) if is_ordinal(text, a, b)}
+    if not ranks and is_rank_superlative(text.strip()):
+        ranks.add("1")
+    return frozenset(ranks)
 
 
 def _year_months(date: str) -> set[tuple[str | None, int]]:
@@ -491,7 +506,18 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
 
 def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts) -> bool:
     """Whether sentence ``f`` states a value of the keyword's kind that the answer sentence
-    does not: another number or date for a number or date, another name for a name."""
+    does not: another count for a count and another rank for a rank (a number keyword's, not
+    a date's: "won two Nobel Prizes" is not contradicted by "died in 1934"), another number or
+    date for a date, another name for a name.
+
+    >>> k, answer = keyword_facts("two", "number"), sentence_facts("She won two Nobel Prizes.")
+    >>> [states_other_value(k, sentence_facts(t), answer) for t in ("She died in 1934.", "She won 3 prizes.")]
+    [False, True]
+    """
+    if k.kind == "number" and (k.cardinals or k.numbers):
+        if k.cardinals:
+            return bool(f.counts - answer.counts)
+        return bool(f.ranks - answer.ranks)
     if k.kind in ("number", "date"):
         return bool(f.numbers - answer.numbers) or bool(k.months and (f.months - answer.months))
     if k.kind == "name":
