@@ -214,10 +214,8 @@ class Datastore:
         Built with the datastore, or at first use where the datastore was built for a
         device (widened from its float16 keys) or from ``source_keys`` (the blocks stacked)."""
         if self._keys is None:
-            if self._blocks is not None:
-                keys = np.concatenate(self._blocks) if self._blocks else np.zeros((0, self._width), np.float32)
-            else:
-                keys = widened_keys([self._stacked], self.size, self._width)
+            blocks = self._blocks if self._blocks is not None else [self._stacked]
+            keys = widened_keys(blocks, self.size, self._width)
             _copy_representatives(keys, self._representative)
             self._keys, self._stacked = keys, None
         return self._keys

@@ -10,9 +10,9 @@ DEFAULT_LAYER = 8
 
 # Context tokens above which the candidate search probes the quantiser's lists instead of
 # scanning every entry (docs/method.md §3). None: never. Since a new source list stopped
-# widening its keys, the exact search (one product over contiguous keys) was faster at every
-# size measured, 64k and 128k context tokens included (docs/reports/performance.md, "Long
-# contexts: indexed sources, and numpy's product").
+# widening its keys, the exact search (products over each source's keys as they are) was
+# faster at every size measured, 64k and 128k context tokens included
+# (docs/reports/performance.md, "Long contexts: indexed sources, and numpy's product").
 DEFAULT_APPROXIMATE_ABOVE: int | None = None
 
 # Context tokens above which, with the encoder on a CUDA device, the exact candidate search

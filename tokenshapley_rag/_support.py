@@ -281,8 +281,8 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     """
     text = _INVISIBLE.sub("", text)
     numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
-    if kind == "number" and not numbers and is_rank_superlative(text.strip()):
-        numbers = frozenset({"1"})  # "the largest", cut from its "the" (find_keywords): rank 1
+    if kind == "number":
+        numbers |= _rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
     months = frozenset(
         _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
