@@ -147,3 +147,98 @@ def test_a_count_is_contradicted_only_by_another_count(ts):
                        response="Marie Curie won two Nobel Prizes, in Physics and in Chemistry.")
     two = _cite(res, "two")
     assert two.status == "unsupported" and two.conflict is None and two.best is None
+
+
+# Asked about the subject, the claim is about it (docs/method.md §8, "The question names the
+# topic"): a value only another document holds was taken from another claim.
+# (question, answer, wrong keyword, the document whose sentence contradicts it or None)
+ASKED_WRONG = [
+    ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened in 1883.", "1883", None),
+    ("Who designed the Golden Gate Bridge?", "The Golden Gate Bridge was designed by John Augustus Roebling.",
+     "John Augustus Roebling", "goldengate1"),
+    ("Who was the chief engineer of the Brooklyn Bridge?",
+     "The chief engineer of the Brooklyn Bridge was Joseph Strauss.", "Joseph Strauss", "brooklyn1"),
+    ("When did Marie Curie die?", "Marie Curie died in 1968 in Cambridge.", "1968", "curie2"),
+    ("When did Marie Curie die?", "Marie Curie died in 1968 in Cambridge.", "Cambridge", None),
+    ("Who founded Lyon?", "Lyon was founded by Greek settlers from Phocaea.", "Phocaea", "lyon2"),
+    ("Who founded Marseille?", "Marseille was founded by the Romans in 43 BC.", "43 BC", "marseille2"),
+    ("Where does the Rhine flow?", "The Rhine rises in the Black Forest and flows into the Black Sea.", "Black Sea",
+     "rhine"),
+    # a sentence opening with a pronoun goes on about the previous sentence's subject
+    ("Tell me about Lise Meitner.", "Lise Meitner was born in Vienna in 1878. She died in 1934 in Warsaw.", "1934",
+     "meitner2"),
+    ("Tell me about Lise Meitner.", "Lise Meitner was born in Vienna in 1878. She died in 1934 in Warsaw.", "Warsaw",
+     "meitner2"),
+    ("When did Marie Curie die?", "Marie Curie was born in Warsaw in 1867, and she died in 1968.", "1968", "curie2"),
+    # ... and so does a sentence that names no one
+    ("Tell me about Lyon.", "Lyon is the third-largest city in France. In 2020 the city had a population of "
+     "870,321 inhabitants.", "870,321", "lyon1"),
+    ("Tell me about the Golden Gate Bridge.", "The Golden Gate Bridge is in San Francisco. The bridge opened in 1883.",
+     "1883", "goldengate1"),
+]
+
+ASKED_CORRECT = [
+    ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened to traffic in 1937."),
+    ("Who founded Lyon?", "Lyon was founded by the Romans in 43 BC under the name Lugdunum."),
+    ("Where was Marie Curie born?", "Marie Curie was born in Warsaw in 1867."),
+    ("What did Lise Meitner discover?", "Lise Meitner discovered protactinium together with Otto Hahn in 1917."),
+    ("How long is the Danube?", "The Danube is 2,850 kilometres long and flows into the Black Sea."),
+    ("Tell me about Lise Meitner.", "Lise Meitner was born in Vienna in 1878. She died in 1968 in Cambridge."),
+    ("How many vehicles cross the Brooklyn Bridge?", "About 116,000 vehicles cross the Brooklyn Bridge each day."),
+    ("Tell me about Lyon.", "Lyon is the third-largest city in France. In 2020 it had a population of 522,250 "
+     "inhabitants."),
+    # ", and" opens a second claim, about its own subject
+    ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened to traffic in 1937, and the Brooklyn "
+     "Bridge opened in 1883."),
+]
+
+# The subject the question names, and the documents that may be cited for it.
+ASKED_SUBJECT = {"Golden Gate Bridge": {"goldengate1", "goldengate2"}, "Brooklyn Bridge": {"brooklyn1", "brooklyn2"},
+                 "Marie Curie": {"curie1", "curie2"}, "Lyon": {"lyon1", "lyon2"},
+                 "Marseille": {"marseille1", "marseille2"}, "Rhine": {"rhine"},
+                 "Lise Meitner": {"meitner1", "meitner2"}}
+
+
+@pytest.fixture(scope="module")
+def ask(ts):
+    memo = {}
+
+    def run(question, answer):
+        if (question, answer) not in memo:
+            memo[question, answer] = ts.attribute(query=question, sources=SOURCES, response=answer)
+        return memo[question, answer]
+
+    return run
+
+
+@pytest.mark.parametrize("question, answer, keyword, conflict", ASKED_WRONG)
+def test_a_value_from_another_documents_claim_is_flagged(ask, question, answer, keyword, conflict):
+    res = ask(question, answer)
+    c = _cite(res, keyword)
+    assert c.sources == () and c.best is None  # never cited to the other document
+    if conflict is None:
+        assert c.status == "unsupported" and c.conflict is None
+    else:
+        assert c.status == "contradicted" and c.conflict.source_id == conflict
+    # The subject the user asked about is supported, by its own documents.
+    subject = next(s for s in ASKED_SUBJECT if s in question)
+    cited = _cite(res, subject)
+    assert cited.status == "supported" and cited.best.source_id in ASKED_SUBJECT[subject]
+    verdict = next(v for v in res.sentences if v.start <= c.start < v.end)
+    assert verdict.verdict in ("partly", "unsupported", "contradicted")
+
+
+@pytest.mark.parametrize("question, answer", ASKED_CORRECT)
+def test_asked_correct_facts_stay_supported(ask, question, answer):
+    res = ask(question, answer)
+    assert [(c.text, c.status) for c in res.citations if c.status != "supported"] == []
+    assert all(v.verdict == "supported" for v in res.sentences)
+
+
+def test_without_the_question_the_tolerance_rule_decides(attribute):
+    # No question: "Marie Curie" and the two values come from two documents, and the
+    # document holding the values states "died in ... in" better, so the subject is what
+    # the rule overturns (method.md §8, step 3); the values are not cited to Curie's page.
+    res = attribute("Marie Curie died in 1968 in Cambridge.")
+    assert _cite(res, "Marie Curie").status == "contradicted"
+    assert res.sentences[0].verdict == "contradicted"

@@ -70,19 +70,28 @@ def test_a_subject_from_one_chunk_and_its_date_from_the_next_are_supported(ts):
                    "time": "supported", "World's Fair": "supported"}
     # Without documents each chunk stands alone: the chunk naming the tower does not state
     # "was completed", the chunk that does names no tower, and the rule cannot tell a
-    # chunked page from a name swapped in from another page (method.md §8).
+    # chunked page from a date taken from another page (method.md §8). The question names
+    # the tower, so the claim is about it and the date is what is flagged.
     alone = [dataclasses.replace(s, document=None) for s in CHUNKS]
-    assert _statuses(ts.attribute(QUESTION, alone, answer))["Eiffel Tower"] == "unsupported"
+    got = _statuses(ts.attribute(QUESTION, alone, answer))
+    assert got["Eiffel Tower"] == "supported" and got["31 March 1889"] == "unsupported"
 
 
 @pytest.mark.slow
 def test_a_date_from_another_document_still_fails_the_claim(ts):
     # Big Ben's "was completed in 1859" states the predicate far better than the Eiffel
-    # Tower's "Construction was completed on ...": the rule reads the claim as Big Ben's and
-    # contradicts its subject (method.md §8); the claim is flagged either way.
-    result = ts.attribute(QUESTION, CHUNKS, "The Eiffel Tower was completed in 1859.")
+    # Tower's "Construction was completed on ...". Without a question the rule reads the
+    # claim as Big Ben's and contradicts its subject (method.md §8, step 3); asked about
+    # the Eiffel Tower, the claim is about the tower and the date is contradicted by the
+    # tower's page. The claim is flagged either way.
+    result = ts.attribute("", CHUNKS, "The Eiffel Tower was completed in 1859.")
     assert result.sentences[0].verdict == "contradicted"
     contradicted = [c for c in result.citations if c.status == "contradicted"]
     assert [c.text for c in contradicted] == ["Eiffel Tower"]
     assert contradicted[0].conflict.source_id == "bigben.txt#2"
+    result = ts.attribute(QUESTION, CHUNKS, "The Eiffel Tower was completed in 1859.")
+    assert result.sentences[0].verdict == "contradicted"
+    contradicted = [c for c in result.citations if c.status == "contradicted"]
+    assert [c.text for c in contradicted] == ["1859"]
+    assert contradicted[0].sources == () and contradicted[0].conflict.source_id.startswith("eiffel.md#")
     assert [s["document"] for s in result.to_dict()["sources"]] == ["eiffel.md", "bigben.txt", "eiffel.md"]

@@ -22,6 +22,7 @@ from tokenshapley_rag._support import (
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
     SentenceFacts,
+    holding_mask,
     holding_masks,
     is_name,
     keyword_facts,
@@ -142,7 +143,7 @@ def assemble_citations(
     with step("statuses"):
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
-            int(source_document.max()) + 1, retyped, answer_clause, context_scale,
+            int(source_document.max()) + 1, retyped, answer_clause, context_scale, query,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -264,6 +265,7 @@ def keyword_statuses(
     retyped: Collection[int] = (),
     answer_clause: np.ndarray | None = None,
     context_scale: float = 16.0,
+    query: str = "",
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting
     sentence (-1: none): :func:`keyword_status` with the predicate game's values.
@@ -272,7 +274,11 @@ def keyword_statuses(
     each answer token's clause (sentences cut at semicolons; default: its sentence), the
     span of the predicate game. ``sentence_document``: each sentence's document (chunks
     of one document are one source here: the anchor and the holding sources are
-    documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`)."""
+    documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`).
+    ``query``: the user's question. A sentence's subject that it names, with no number,
+    date or name before it in the sentence, is the claim's topic: supported when held, and
+    its sentence's values are judged with ``topic=True`` (:func:`keyword_status`). A
+    sentence that opens with a personal pronoun takes the previous sentence's subject."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -292,13 +298,7 @@ def keyword_statuses(
         weights[r, members] = 0.0
     predicate = np.empty((n_kw, n_sent), dtype=np.float64)
     ordered_product(weights, np.ascontiguousarray(scores, dtype=np.float64), predicate)
-    # The claim's anchor: the sources that hold the most of the answer sentence's other
-    # numbers, dates and names, its subject (first name) counting twice.
     kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
-    subject: dict[int, int] = {}
-    for r, (kw, _) in enumerate(cited):
-        if kw.kind == "name":
-            subject.setdefault(kw_sentence[r], r)
     held_by_document = np.zeros((n_kw, n_documents), dtype=bool)
     rows, cols = np.nonzero(held)
     held_by_document[rows, sentence_document[cols]] = True
@@ -313,15 +313,27 @@ def keyword_statuses(
         a, b = cited[r - 1][0], cited[r][0]
         if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
             group[r] = group[r - 1]
+    # The claim's anchor: the sources that hold the most of the claim's other numbers,
+    # dates and names, its subject (first name) counting twice.
+    kw_claim, subject, topic = claim_subjects(
+        [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
+    )
     held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
             o for o in range(n_kw)
-            if group[o] != group[r] and kw_sentence[o] == kw_sentence[r] and cited[o][0].kind in VALUE_KINDS
+            if group[o] != group[r] and kw_claim[o] == kw_claim[r] and cited[o][0].kind in VALUE_KINDS
             and held_anywhere[o]
         ]
         subject_sources = None
-        the_subject = subject.get(kw_sentence[r])
+        the_subject = subject.get(kw_claim[r])
+        on_topic = topic.get(kw_claim[r], False)
+        if on_topic and the_subject == r:
+            # The question's own subject is not checked against the answer's values.
+            statuses.append("supported" if held[r].any() else "unsupported")
+            allowed[r] = held[r]
+            rivals.append(-1)
+            continue
         if the_subject is not None and the_subject != r and held_by_document[the_subject].any():
             subject_sources = held_by_document[the_subject]  # a value is checked against the subject
         elif the_subject == r and others:
@@ -331,10 +343,11 @@ def keyword_statuses(
         status, ok, rival = keyword_status(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
             answer_facts.get(kw_sentence[r]) or sentence_facts(""),
-            1.0 / PREDICATE_TOLERANCE if subject.get(kw_sentence[r]) == r else PREDICATE_TOLERANCE,
+            1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
             None if r in retyped else PREDICATE_AGREEMENT,
             float(weights[r].sum()),
-            subject=subject.get(kw_sentence[r]) == r,
+            subject=the_subject == r,
+            topic=on_topic,
         )
         statuses.append(status)
         allowed[r] = ok
@@ -342,6 +355,80 @@ def keyword_statuses(
     return statuses, allowed, rivals
 
 
+def claim_subjects(
+    keywords: Sequence[Keyword],
+    kfacts: Sequence[Any],
+    kw_sentence: Sequence[int],
+    group: Sequence[int],
+    answer_spans: Sequence[tuple[int, int]],
+    response: str,
+    query: str = "",
+) -> tuple[list[int], dict[int, int], dict[int, bool]]:
+    """Each cited keyword's claim, each claim's subject (a keyword's index) and whether that
+    subject is the question's topic (docs/method.md §8).
+
+    A claim is an answer sentence, or its part after a clause break (";", "and", "but",
+    "while", "whereas" or ", or", not followed by a pronoun) that opens a new name, when the
+    claim before it says something (has a keyword other than a name) and the name is not an
+    item of a list with the value before it: "The Eiffel Tower is 330 metres tall and Big
+    Ben was completed in 1859." makes two claims; "Lise Meitner and Otto Hahn discovered
+    protactinium" and "The Haves and the Have Nots premiered in 2013" one each. Its subject is its first
+    name. A claim with no name, and a sentence that opens with a personal pronoun ("She
+    died in 1934 in Warsaw."), go on about the previous claim's subject. A subject is the
+    topic when ``query`` holds it (the match rule) and no number, date or name comes before
+    it in its claim ("According to my sources, for the 2022-23 NBA season, Stephen Curry
+    ..." is not a claim about the NBA).
+
+    >>> text = "The city of Lyon is on the Rhône, and Marseille is a port. It is old. In 2020 it had 870,321 people."
+    >>> kws, spans = [k for k in find_keywords(text) if k.citable], split_sentences(text)
+    >>> sentences = [next(i for i, (a, b) in enumerate(spans) if a <= k.start < b) for k in kws]
+    >>> claims, subject, topic = claim_subjects(kws, [keyword_facts(k.text, k.kind) for k in kws], sentences,
+    ...     list(range(len(kws))), spans, text, "Where is Lyon?")
+    >>> [(k.text, c) for k, c in zip(kws, claims)]
+    [('city', 0), ('Lyon', 0), ('Rhône', 0), ('Marseille', 1), ('port', 1), ('old', 2), ('2020', 3), ('870,321', 3), ('people', 3)]
+    >>> {c: kws[r].text for c, r in subject.items()}, topic
+    ({0: 'Lyon', 1: 'Marseille', 2: 'Marseille', 3: 'Marseille'}, {0: True, 1: False, 2: False, 3: False})
+    """
+    query_facts = sentence_facts(query) if query.strip() else None
+    kw_claim: list[int] = []
+    claim_opens_sentence: list[bool] = []
+    said = False  # whether the claim so far has a keyword other than a name (it says something)
+    for r, kw in enumerate(keywords):
+        if r == 0 or kw_sentence[r] != kw_sentence[r - 1]:
+            claim_opens_sentence.append(True)
+            said = False
+        elif (
+            said and kw.kind == "name" and group[r] != group[r - 1]
+            and CLAUSE_BREAK.search(response, keywords[r - 1].end, kw.start) is not None
+        ):
+            claim_opens_sentence.append(False)
+            said = False
+        said = said or kw.kind != "name"
+        kw_claim.append(len(claim_opens_sentence) - 1)
+    subject: dict[int, int] = {}
+    topic: dict[int, bool] = {}
+    for c, opens_sentence in enumerate(claim_opens_sentence):
+        members = [r for r, k in enumerate(kw_claim) if k == c]
+        own = next((r for r in members if keywords[r].kind == "name"), None)
+        a, b = answer_spans[kw_sentence[members[0]]]
+        goes_on = opens_sentence and PRONOUN_OPENER.match(response[a:b]) is not None
+        if c - 1 in subject and (own is None or goes_on):
+            subject[c], topic[c] = subject[c - 1], topic[c - 1]
+        elif own is not None:
+            subject[c] = own
+            first_value = next(r for r in members if keywords[r].kind in VALUE_KINDS)
+            topic[c] = (
+                query_facts is not None and first_value == own
+                and bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())
+            )
+    return kw_claim, subject, topic
+
+
+PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+CLAUSE_BREAK = re.compile(
+    r";|(?:,\s*|\s+)(?:and|but|while|whereas)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
+    re.IGNORECASE,
+)
 LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 
 

@@ -539,6 +539,7 @@ def keyword_status(
     predicate_weight: float = 1.0,
     *,
     subject: bool = False,
+    topic: bool = False,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -585,6 +586,12 @@ def keyword_status(
     that sentence when it states another value of the keyword's kind, else unsupported.
     ``agreement=None`` skips this (a capitalised word that opens the answer sentence is
     only a name by the sources' spelling, and its predicate may be any sentence's).
+
+    ``topic``: the question names the claim's subject (the anchor), so the claim is about
+    it. A number, date or name that no anchor source holds is then judged as one no source
+    holds: contradicted by the anchor's rival when that states the claim (its predicate
+    value at least ``agreement`` times the best of the anchor's sentences), else
+    unsupported; the other documents' sentences holding it are never cited for it.
     """
     if k.kind not in VALUE_KINDS:
         if subject_sources is not None and (held & subject_sources[sentence_document]).any():
@@ -609,6 +616,13 @@ def keyword_status(
                 if status != "supported":
                     return status, np.zeros_like(held), rival
             return "supported", agreeing, -1
+    if topic and subject_sources is not None and held.any():
+        # The question names the claim's subject, so the claim is about it: a value that
+        # only other documents hold was taken from another claim ("When did the Golden Gate
+        # Bridge open?" "The Golden Gate Bridge opened in 1883.": 1883 is the Brooklyn
+        # Bridge's). It is judged as a value no source holds, against the subject's
+        # documents alone.
+        held = np.zeros_like(held)
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
     rival, best = _rival(k, pool, predicate, facts, answer)
