@@ -94,4 +94,6 @@ def test_a_date_from_another_document_still_fails_the_claim(ts):
     contradicted = [c for c in result.citations if c.status == "contradicted"]
     assert [c.text for c in contradicted] == ["1859"]
     assert contradicted[0].sources == () and contradicted[0].conflict.source_id.startswith("eiffel.md#")
+    # a date's rival states another date, not any number ("The tower is 330 metres tall")
+    assert contradicted[0].conflict.sentence.startswith("Construction was completed on 31 March 1889")
     assert [s["document"] for s in result.to_dict()["sources"]] == ["eiffel.md", "bigben.txt", "eiffel.md"]

@@ -275,10 +275,10 @@ def keyword_statuses(
     span of the predicate game. ``sentence_document``: each sentence's document (chunks
     of one document are one source here: the anchor and the holding sources are
     documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`).
-    ``query``: the user's question. A sentence's subject that it names, with no number,
-    date or name before it in the sentence, is the claim's topic: supported when held, and
-    its sentence's values are judged with ``topic=True`` (:func:`keyword_status`). A
-    sentence that opens with a personal pronoun takes the previous sentence's subject."""
+    ``query``: the user's question. Each keyword is judged within its claim
+    (:func:`claim_subjects`); a claim's subject that the question names is its topic:
+    supported when held, and the claim's values are judged with ``topic=True``
+    (:func:`keyword_status`)."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -372,9 +372,10 @@ def claim_subjects(
     claim before it says something (has a keyword other than a name) and the name is not an
     item of a list with the value before it: "The Eiffel Tower is 330 metres tall and Big
     Ben was completed in 1859." makes two claims; "Lise Meitner and Otto Hahn discovered
-    protactinium" and "The Haves and the Have Nots premiered in 2013" one each. Its subject is its first
-    name. A claim with no name, and a sentence that opens with a personal pronoun ("She
-    died in 1934 in Warsaw."), go on about the previous claim's subject. A subject is the
+    protactinium" and "The Haves and the Have Nots premiered in 2013" one each. A claim's
+    subject is its first name. A claim with no name, and a sentence that opens with a
+    personal pronoun ("She died in 1934 in Warsaw."), go on about the previous claim's
+    subject. A subject is the
     topic when ``query`` holds it (the match rule) and no number, date or name comes before
     it in its claim ("According to my sources, for the 2022-23 NBA season, Stephen Curry
     ..." is not a claim about the NBA).

@@ -184,6 +184,8 @@ class SentenceFacts:
     # sentence states as another count or another rank (states_other_value).
     counts: frozenset[str] = frozenset()
     ranks: frozenset[str] = frozenset()
+    # The number values of its date keywords: what it states as another date.
+    dates: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -215,6 +217,7 @@ def sentence_facts(text: str) -> SentenceFacts:
         cardinals=cardinal_values(text),
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in _rank_values(k.text)),
+        dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
     )
 
 
@@ -507,19 +510,25 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
 def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts) -> bool:
     """Whether sentence ``f`` states a value of the keyword's kind that the answer sentence
     does not: another count for a count and another rank for a rank (a number keyword's, not
-    a date's: "won two Nobel Prizes" is not contradicted by "died in 1934"), another number or
-    date for a date, another name for a name.
+    a date's: "won two Nobel Prizes" is not contradicted by "died in 1934"), another number
+    for another number keyword, another date (or month) for a date ("was completed in 1859"
+    is not contradicted by "The tower is 330 metres tall."), another name for a name.
 
     >>> k, answer = keyword_facts("two", "number"), sentence_facts("She won two Nobel Prizes.")
     >>> [states_other_value(k, sentence_facts(t), answer) for t in ("She died in 1934.", "She won 3 prizes.")]
+    [False, True]
+    >>> k, answer = keyword_facts("1859", "date"), sentence_facts("It was completed in 1859.")
+    >>> [states_other_value(k, sentence_facts(t), answer) for t in ("It is 330 metres tall.", "It opened in 1889.")]
     [False, True]
     """
     if k.kind == "number" and (k.cardinals or k.numbers):
         if k.cardinals:
             return bool(f.counts - answer.counts)
         return bool(f.ranks - answer.ranks)
-    if k.kind in ("number", "date"):
-        return bool(f.numbers - answer.numbers) or bool(k.months and (f.months - answer.months))
+    if k.kind == "date":
+        return bool(f.dates - answer.dates) or bool(k.months and (f.months - answer.months))
+    if k.kind == "number":
+        return bool(f.numbers - answer.numbers)
     if k.kind == "name":
         answer_words = answer.words
         return any(not all(w in answer_words for w in name.split()) for name in f.names)
