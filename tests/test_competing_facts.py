@@ -242,3 +242,17 @@ def test_without_the_question_the_tolerance_rule_decides(attribute):
     res = attribute("Marie Curie died in 1968 in Cambridge.")
     assert _cite(res, "Marie Curie").status == "contradicted"
     assert res.sentences[0].verdict == "contradicted"
+
+
+def test_streamed_sentences_go_on_with_the_subject(ts):
+    # The chat page streams sentence by sentence: the second sentence, returned before the
+    # answer ends, is already judged against the first sentence's subject.
+    stream = ts.stream(query="Tell me about Lise Meitner.", sources=SOURCES)
+    answer = "Lise Meitner was born in Vienna in 1878. She died in 1934 in Warsaw. She was a physicist."
+    done = [s for i in range(0, len(answer), 9) for s in stream.feed(answer[i : i + 9])]
+    done += stream.finish()
+    second = next(s for s in done if s.index == 1)
+    assert [(c.text, c.status) for c in second.citations if c.kind != "word"] == [
+        ("1934", "contradicted"), ("Warsaw", "contradicted"),
+    ]
+    assert second.verdict == "contradicted" and done[0].verdict == "supported"
