@@ -64,15 +64,22 @@ CORRECT = [
 
 
 @pytest.fixture(scope="module")
-def attribute(ts):
+def ask(ts):
+    """``ts.attribute`` over the corpus, each (question, answer) attributed once."""
     memo = {}
 
-    def run(answer):
-        if answer not in memo:
-            memo[answer] = ts.attribute(query="", sources=SOURCES, response=answer)
-        return memo[answer]
+    def run(question, answer):
+        if (question, answer) not in memo:
+            memo[question, answer] = ts.attribute(query=question, sources=SOURCES, response=answer)
+        return memo[question, answer]
 
     return run
+
+
+@pytest.fixture(scope="module")
+def attribute(ask):
+    """An answer attributed with no question."""
+    return lambda answer: ask("", answer)
 
 
 def _cite(result, text):
@@ -197,18 +204,6 @@ ASKED_SUBJECT = {"Golden Gate Bridge": {"goldengate1", "goldengate2"}, "Brooklyn
                  "Marie Curie": {"curie1", "curie2"}, "Lyon": {"lyon1", "lyon2"},
                  "Marseille": {"marseille1", "marseille2"}, "Rhine": {"rhine"},
                  "Lise Meitner": {"meitner1", "meitner2"}}
-
-
-@pytest.fixture(scope="module")
-def ask(ts):
-    memo = {}
-
-    def run(question, answer):
-        if (question, answer) not in memo:
-            memo[question, answer] = ts.attribute(query=question, sources=SOURCES, response=answer)
-        return memo[question, answer]
-
-    return run
 
 
 @pytest.mark.parametrize("question, answer, keyword, conflict", ASKED_WRONG)

@@ -406,18 +406,20 @@ def claim_subjects(
             said = False
         said = said or kw.kind != "name"
         kw_claim.append(len(claim_opens_sentence) - 1)
+    members: list[list[int]] = [[] for _ in claim_opens_sentence]
+    for r, c in enumerate(kw_claim):
+        members[c].append(r)
     subject: dict[int, int] = {}
     topic: dict[int, bool] = {}
     for c, opens_sentence in enumerate(claim_opens_sentence):
-        members = [r for r, k in enumerate(kw_claim) if k == c]
-        own = next((r for r in members if keywords[r].kind == "name"), None)
-        a, b = answer_spans[kw_sentence[members[0]]]
+        own = next((r for r in members[c] if keywords[r].kind == "name"), None)
+        a, b = answer_spans[kw_sentence[members[c][0]]]
         goes_on = opens_sentence and PRONOUN_OPENER.match(response[a:b]) is not None
         if c - 1 in subject and (own is None or goes_on):
             subject[c], topic[c] = subject[c - 1], topic[c - 1]
         elif own is not None:
             subject[c] = own
-            first_value = next(r for r in members if keywords[r].kind in VALUE_KINDS)
+            first_value = next(r for r in members[c] if keywords[r].kind in VALUE_KINDS)
             topic[c] = (
                 query_facts is not None and first_value == own
                 and bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())

@@ -13,7 +13,8 @@ import numpy as np
 from tokenshapley_rag.shapley import _shapley_row
 
 __all__ = [
-    "exact_d2", "exact_rows", "keep_entries", "keep_row", "keep_rows", "keep_rows_serial", "measure_kept_rows", "ordered_product", "scan_rows", "scan_rows_serial", "select_rows",
+    "exact_d2", "exact_rows", "keep_entries", "keep_row", "keep_rows", "keep_rows_serial", "measure_kept_rows",
+    "ordered_product", "scan_rows", "scan_rows_serial", "select_rows",
     "select_rows_serial", "sentence_value_row", "sentence_value_rows", "sentence_value_rows_serial", "sequence_rows",
     "span_game_rows", "prefix_representatives", "probe_rows", "list_products", "widen_halves",
 ]
