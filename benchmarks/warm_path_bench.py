@@ -38,7 +38,7 @@ from long_context_bench import keep_in_memory, load_avg, nq_passages, padded, ti
 # Steps that contain other steps: their parts are not added again to the call's total.
 NESTED = {"distance_product": "candidates", "sentence_facts": "assemble", "holding": "assemble",
           "verbatim": "assemble", "context_games": "assemble", "statuses": "assemble", "citations": "assemble",
-          "scores": "assemble"}
+          "scores": "assemble", "question_game": "statuses"}
 
 
 def engine(args):

@@ -230,6 +230,44 @@ def test_asked_correct_facts_stay_supported(ask, question, answer):
     assert all(v.verdict == "supported" for v in res.sentences)
 
 
+# Bare answers (the answer is the value alone): the question states the claim's predicate
+# (the question's game) and names its subject, whose documents are the anchor.
+# (question, answer, the document whose sentence contradicts it)
+BARE_WRONG = [
+    ("Where was Marie Curie born?", "Vienna", "curie1"),
+    ("Where was Marie Curie born?", "Vienna.", "curie1"),
+    ("When did the Golden Gate Bridge open?", "1883", "goldengate1"),
+    ("When did the Golden Gate Bridge open?", "In 1883.", "goldengate1"),
+    ("Who discovered protactinium?", "Marie Curie", "meitner1"),
+    ("What is the population of Lyon?", "870,321", "lyon1"),
+    ("Where does the Rhine flow into?", "The Black Sea", "rhine"),
+    ("How long is the Danube?", "1,230 kilometres", "danube"),
+]
+
+BARE_CORRECT = [
+    ("Where was Marie Curie born?", "Warsaw", {"curie1"}),
+    ("When did the Golden Gate Bridge open?", "1937", {"goldengate1"}),
+    ("Who discovered protactinium?", "Lise Meitner and Otto Hahn", {"meitner1"}),
+    ("Who discovered polonium?", "Marie Curie", {"curie2"}),
+    ("What is the population of Lyon?", "522,250", {"lyon1"}),
+    ("Where does the Rhine flow into?", "The North Sea", {"rhine"}),
+    ("How long is the Danube?", "2,850 kilometres", {"danube"}),
+]
+
+
+@pytest.mark.parametrize("question, answer, conflict", BARE_WRONG)
+def test_a_bare_answer_from_another_document_is_contradicted(ask, question, answer, conflict):
+    (c,) = ask(question, answer).citations
+    assert (c.status, c.conflict.source_id, c.sources) == ("contradicted", conflict, ())
+
+
+@pytest.mark.parametrize("question, answer, documents", BARE_CORRECT)
+def test_a_bare_correct_answer_is_supported_by_its_document(ask, question, answer, documents):
+    res = ask(question, answer)
+    assert {c.status for c in res.citations} == {"supported"}
+    assert {c.best.source_id for c in res.citations} <= documents
+
+
 def test_without_the_question_the_tolerance_rule_decides(attribute):
     # No question: "Marie Curie" and the two values come from two documents, and the
     # document holding the values states "died in ... in" better, so the subject is what

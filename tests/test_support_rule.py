@@ -239,13 +239,13 @@ RING_SENTENCES = [
 RING_PREDICATE = np.array([0.094, 0.19, 1.497, 0.094, 0.167, -0.48, 0.103])  # weight 4.28
 
 
-def _ring_status(text, answer, anchor, subject=False):
+def _ring_status(text, answer, anchor):
     facts = [sentence_facts(t) for _, t in RING_SENTENCES]
     documents = np.array([d for d, _ in RING_SENTENCES])
     k = keyword_facts(text, "name")
     return keyword_status(
         k, holding_mask(k, facts, documents), np.asarray(anchor), RING_PREDICATE, documents, facts,
-        sentence_facts(answer), predicate_weight=4.28, subject=subject,
+        sentence_facts(answer), predicate_weight=4.28,
     )
 
 
@@ -262,9 +262,10 @@ def test_a_name_the_anchor_holds_where_it_states_another_claim_is_flagged():
     # the best sentence outside the anchor ("The Rhine flows into the North Sea": the
     # Danube's "flows into the Black Sea" states "flows into" better): the anchor's holder stands
     assert _ring_status("Elves", swapped, [False, True])[0] == "supported"
-    # the subject is exempt (the anchor was chosen by the claim's other values: "The Danube
-    # is 2850 km long", the Rhine's "1,230 km long" states "km long" better)
-    assert _ring_status("Elves", swapped, [True, True], subject=True)[0] == "supported"
+    # the subject is not exempt: Ar-Pharazôn is named by the second page, where it says
+    # nothing of forging; the first page says who forged the Ring
+    status, allowed, rival = _ring_status("Ar-Pharazôn", "Ar-Pharazôn forged the One Ring in Lord of the Rings.", [True, True])
+    assert (status, rival) == ("contradicted", 2) and not allowed.any()
 
 
 def test_words_are_supported_when_held():

@@ -30,14 +30,30 @@ def test_attribute_and_stream_mark_every_step(ts):
     answer = "The Eiffel Tower is 330 metres tall. Big Ben was completed in 1859."
     with record_steps() as cold:
         ts.attribute("How tall?", sources, answer)
-    assert set(cold.calls) == set(STEPS)
-    assert all(cold.seconds[s] >= 0.0 for s in STEPS)
+    # Every answer sentence says something, so the question's game is not played.
+    assert set(cold.calls) == set(STEPS) - {"question_game"}
+    assert all(cold.seconds[s] >= 0.0 for s in cold.calls)
     with record_steps() as warm:  # the same sources: their datastore is remembered
         ts.attribute("How tall?", sources, answer)
-    assert set(warm.calls) == set(STEPS[5:])
+    assert set(warm.calls) == set(STEPS[5:]) - {"question_game"}
     stream = ts.stream("How tall?", sources)
     with record_steps() as streamed:
         stream.feed(answer[:40])
         stream.finish()
-    assert set(streamed.calls) == set(STEPS[5:])
+    # The streamed answer ends "... tall. Big": a bare sentence, whose predicate is the
+    # question's game, played once.
+    assert set(streamed.calls) == set(STEPS[5:]) and streamed.calls["question_game"] == 1
     assert streamed.calls["assemble"] >= 2  # the first sentence as it completed, then the whole answer
+
+
+@pytest.mark.slow
+def test_the_question_game_marks_only_itself(ts):
+    sources = ["Marie Curie was born in Warsaw in 1867.", "Lise Meitner was born in Vienna in 1878."]
+    with record_steps() as warm:
+        ts.attribute("Where was Marie Curie born?", sources, "Vienna")
+    with record_steps() as again:
+        ts.attribute("Where was Marie Curie born?", sources, "Vienna")
+    # The answer's token games once each; the question's inside "question_game" only.
+    assert again.calls["question_game"] == 1
+    assert again.calls["games"] == again.calls["candidates"] == again.calls["answer_classes"] == 1
+    assert warm.calls["question_game"] == 1

@@ -5,7 +5,7 @@ arguments; the statuses follow the match rule on facts of ``_support``."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     locate_keyword,
+    question_names,
     sentence_facts,
     sentence_verdict,
 )
@@ -71,12 +72,15 @@ def assemble_citations(
     support_threshold: float | None,
     config: Mapping[str, Any],
     normalized: Sequence[str] | None = None,
+    question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
     source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
-    optionally, their :func:`normalize_text` (else computed here). The parameters are
+    optionally, their :func:`normalize_text` (else computed here); ``question_predicate``,
+    the question's game over ``store`` when a claim needs it (:func:`keyword_statuses`).
+    The parameters are
     :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
     keywords = find_keywords(response)
@@ -143,7 +147,7 @@ def assemble_citations(
     with step("statuses"):
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
-            int(source_document.max()) + 1, retyped, answer_clause, context_scale, query,
+            int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -266,6 +270,7 @@ def keyword_statuses(
     answer_clause: np.ndarray | None = None,
     context_scale: float = 16.0,
     query: str = "",
+    question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting
     sentence (-1: none): :func:`keyword_status` with the predicate game's values.
@@ -278,7 +283,10 @@ def keyword_statuses(
     ``query``: the user's question. Each keyword is judged within its claim
     (:func:`claim_subjects`); a claim's subject that the question names is its topic:
     supported when held, and the claim's values are judged with ``topic=True``
-    (:func:`keyword_status`)."""
+    (:func:`keyword_status`). ``question_predicate``: called once, when some claim says
+    nothing but numbers, dates and names (a bare answer, "Wilhelm Conrad Röntgen"), it
+    gives the question's game (each sentence's value summed over the question's tokens)
+    and its total weight: the question is that claim's predicate."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -298,6 +306,7 @@ def keyword_statuses(
         weights[r, members] = 0.0
     predicate = np.empty((n_kw, n_sent), dtype=np.float64)
     ordered_product(weights, np.ascontiguousarray(scores, dtype=np.float64), predicate)
+    predicate_weight = weights.sum(axis=1)
     kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
     held_by_document = np.zeros((n_kw, n_documents), dtype=bool)
     rows, cols = np.nonzero(held)
@@ -318,6 +327,27 @@ def keyword_statuses(
     kw_claim, subject, topic = claim_subjects(
         [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
     )
+    # A claim that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and Lyon")
+    # answers the question: the question states its predicate.
+    says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
+    bare = [r for r in range(n_kw) if kw_sentence[r] not in says]
+    if bare and question_predicate is not None:
+        question, question_weight = question_predicate()
+        predicate[bare] = question
+        predicate_weight[bare] = question_weight
+    bare_set = set(bare) if question_predicate is not None else set()
+    # ... and the names it asks about are its subject, the topic: the documents holding the
+    # most of them are its anchor ("Where was Marie Curie born?" "Vienna.": Vienna is Lise
+    # Meitner's birthplace).
+    question_anchor = None
+    if bare_set:
+        asked = question_names(query, facts)
+        if asked:
+            names_held = np.zeros(n_documents, dtype=np.int64)
+            for row in holding_masks(asked, facts, sentence_document):
+                names_held[np.unique(sentence_document[row])] += 1
+            if names_held.max() > 0:
+                question_anchor = names_held > 0
     held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
@@ -328,13 +358,17 @@ def keyword_statuses(
         subject_sources = None
         the_subject = subject.get(kw_claim[r])
         on_topic = topic.get(kw_claim[r], False)
+        if question_anchor is not None and r in bare_set:
+            the_subject, on_topic = None, True
         if on_topic and the_subject == r:
             # The question's own subject is not checked against the answer's values.
             statuses.append("supported" if held[r].any() else "unsupported")
             allowed[r] = held[r]
             rivals.append(-1)
             continue
-        if the_subject is not None and the_subject != r and held_by_document[the_subject].any():
+        if the_subject is None and on_topic:
+            subject_sources = question_anchor
+        elif the_subject is not None and the_subject != r and held_by_document[the_subject].any():
             subject_sources = held_by_document[the_subject]  # a value is checked against the subject
         elif the_subject == r and others:
             # The subject is checked against the sources holding the most of the rest.
@@ -344,9 +378,8 @@ def keyword_statuses(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
             answer_facts.get(kw_sentence[r]) or sentence_facts(""),
             1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
-            None if r in retyped else PREDICATE_AGREEMENT,
-            float(weights[r].sum()),
-            subject=the_subject == r,
+            None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
+            float(predicate_weight[r]),
             topic=on_topic,
         )
         statuses.append(status)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,10 +13,11 @@ from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
 from tokenshapley_rag._indexing import DatastoreBuilder
+from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._quantiser import load_quantiser
 from tokenshapley_rag._result import AttributionResult
-from tokenshapley_rag._timing import step
+from tokenshapley_rag._timing import record_steps, step
 from tokenshapley_rag._support import SentenceFacts, sentence_facts
 from tokenshapley_rag._text_search import normalize_text
 from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
@@ -57,6 +58,7 @@ class Pipeline:
         max_sentence_tokens: int,
         approximate_above: int | None = None,
     ) -> None:
+        self.encoder = encoder
         self.k, self.m, self.gamma, self.match, self.candidates = k, m, gamma, match, candidates
         self.context_weight, self.context_scale, self.verbatim = context_weight, context_scale, verbatim
         self.support_threshold = support_threshold
@@ -92,9 +94,11 @@ class Pipeline:
     def assemble_citations(
         self, query: str, response: str, sources: list[Source], store: Datastore, tokens: TokenizedText,
         values: TokenValues, config: Mapping[str, Any],
+        question_game: Callable[[], tuple[np.ndarray, float]] | None = None,
     ) -> AttributionResult:
         """Step 3: the result of ``response`` from its token game ``values`` (``config`` is
-        recorded in it)."""
+        recorded in it). ``question_game``: :meth:`question_game_for` of ``store`` and
+        ``query`` (made here when not given; a stream passes its own, played once)."""
         with step("assemble"):
             with step("sentence_facts"):
                 known = self.sentence_views([r.text for r in store.sentences])
@@ -102,15 +106,48 @@ class Pipeline:
                 query, response, sources, store, tokens, values, [f for f, _ in known],
                 verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
                 support_threshold=self.support_threshold, config=config, normalized=[t for _, t in known],
+                question_predicate=question_game or self.question_game_for(store, query),
             )
+
+    def question_game_for(self, store: Datastore, query: str) -> Callable[[], tuple[np.ndarray, float]] | None:
+        """:meth:`question_game` of ``store`` and ``query``, played on the first call and
+        remembered (most answers never need it); None for an empty question."""
+        if not query.strip():
+            return None
+        played: list[tuple[np.ndarray, float]] = []
+
+        def game() -> tuple[np.ndarray, float]:
+            if not played:
+                played.append(self.question_game(store, query))
+            return played[0]
+
+        return game
+
+    def question_game(self, store: Datastore, query: str) -> tuple[np.ndarray, float]:
+        """The question's game over ``store``: each source sentence's exact Shapley values
+        summed over the question's tokens (summed in token order), and the number of tokens
+        (the most that sum can be: a token's values sum to at most 1). The question is
+        encoded as a source sentence is, from its start, so its states sit among the
+        datastore's keys. It is the predicate of a claim that says nothing but values
+        (docs/method.md §8)."""
+        # Its own token games are not marked as the answer's steps (a recording sees only
+        # "question_game"): record_steps() here takes them.
+        with step("question_game"), record_steps():
+            tokens = self.encoder.tokenize(query)
+            states = self.encoder.encode_before([tokens.ids])[0]
+            scores = self.score_tokens(store, query, tokens, states).scores
+            total = np.empty((1, scores.shape[1]), dtype=np.float64)
+            ordered_product(np.ones((1, len(scores))), np.ascontiguousarray(scores, dtype=np.float64), total)
+        return total[0], float(len(scores))
 
     def attribute(
         self, query: str, response: str, sources: list[Source], store: Datastore, tokens: TokenizedText,
         states: np.ndarray, config: Mapping[str, Any],
+        question_game: Callable[[], tuple[np.ndarray, float]] | None = None,
     ) -> AttributionResult:
         """Steps 2 and 3 for a whole answer."""
         values = self.score_tokens(store, response, tokens, states)
-        return self.assemble_citations(query, response, sources, store, tokens, values, config)
+        return self.assemble_citations(query, response, sources, store, tokens, values, config, question_game)
 
     def sentence_facts(self, text: str) -> SentenceFacts:
         """:func:`sentence_facts` of a source sentence, remembered per text."""

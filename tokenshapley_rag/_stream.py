@@ -71,6 +71,7 @@ class AttributionStream:
         checkpoint(cancel, "starting")
         self._store = self._pipeline.datastore_for(self.sources, cancel=cancel)
         self._encoding = self._encoder.response_encoding(query)
+        self._question_game = self._pipeline.question_game_for(self._store, query)
         self._text = ""
         self._n_sentences = 0  # sentences returned so far
         n_sent = len(self._store.sentences)
@@ -129,7 +130,9 @@ class AttributionStream:
             with step("encode_answer"):
                 states = self._encoding.states(tok.ids)
             checkpoint(self._cancel, "scoring the answer")
-            self._result = self._pipeline.attribute(self.query, text, self.sources, self._store, tok, states, self._config)
+            self._result = self._pipeline.attribute(
+                self.query, text, self.sources, self._store, tok, states, self._config, self._question_game
+            )
             spans = split_sentences(text)
             out = [self._sentence(i, spans[i], self._result) for i in range(self._n_sentences, len(spans))]
             self._n_sentences = len(spans)
@@ -162,7 +165,7 @@ class AttributionStream:
             self._classes = np.concatenate([self._classes, classes])
         partial = self._pipeline.assemble_citations(
             self.query, text[:end], self.sources, self._store, TokenizedText(ids, offsets),
-            TokenValues(self._scores, self._carries, self._classes), self._config,
+            TokenValues(self._scores, self._carries, self._classes), self._config, self._question_game,
         )
         out = [self._sentence(i, complete[i], partial) for i in range(self._n_sentences, len(complete))]
         self._n_sentences = len(complete)

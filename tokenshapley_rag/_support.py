@@ -500,11 +500,33 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
 
     >>> is_name("Lyon", [sentence_facts("The city of Lyon is old.")]), is_name("Rivers", [sentence_facts("Rivers flow.")])
     (True, False)
+    >>> is_name("Ar-Pharazôn", [sentence_facts("In 3261, Ar-Pharazôn landed at Umbar.")])
+    True
     """
     if not text[:1].isupper() or " " in text:
         return False
-    word = _fold(text)
-    return any(word in name.split() for f in facts for name in f.names)
+    # A hyphenated name is two words of a source's name ("Ar-Pharazôn": "ar pharazon").
+    words = " ".join(_WORD.findall(_fold(text)))
+    return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
+
+
+def question_names(query: str, facts: Sequence[SentenceFacts]) -> list[KeywordFacts]:
+    """The names a question asks about: its name keywords, and a capitalised word that opens
+    it when a source spells it as a name (:func:`is_name`). A lowercase question names
+    nothing: runs of its words that equal a source's name were tried, and on NQ's questions
+    they were mostly common words ("american", "great britain" for a page on the United
+    Kingdom): 4 of 64 correct answers flagged (docs/reports/support.md).
+
+    >>> [k.words for k in question_names("Where was Marie Curie born?", [])]
+    [('marie', 'curie')]
+    >>> question_names("who sings the theme song for the proud family", [sentence_facts("The Proud Family is a show.")])
+    []
+    """
+    facts = list(facts)
+    return [
+        keyword_facts(kw.text, "name") for kw in find_keywords(query)
+        if kw.kind == "name" or (kw.kind == "word" and is_name(kw.text, facts))
+    ]
 
 
 def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts) -> bool:
@@ -547,7 +569,6 @@ def keyword_status(
     agreement: float | None = PREDICATE_AGREEMENT,
     predicate_weight: float = 1.0,
     *,
-    subject: bool = False,
     topic: bool = False,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
@@ -576,8 +597,8 @@ def keyword_status(
     predicate value among those that state another value of the keyword's kind, in the
     subject's sources (any source when there is no subject); the keyword is contradicted
     when the rival exists, its predicate value is positive and at least
-    ``tolerance`` (:data:`PREDICATE_TOLERANCE`) times that of every sentence of the
-    sources holding the keyword; for a keyword no source holds, when its predicate value is
+    ``tolerance`` (:data:`PREDICATE_TOLERANCE`) times that of every sentence holding the
+    keyword or next to one in its document; for a keyword no source holds, when its predicate value is
     at least ``agreement`` times the best of those sources' sentences (it states the
     claim, not merely another name). The subject itself is overturned only by a clearly
     better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``): when the subject and the
@@ -586,15 +607,15 @@ def keyword_status(
     of other sources: an answer may combine sources) and an unheld one is unsupported.
 
     Context decides last: a number, date or name found supported, that no source of its
-    anchor holds (a name other than the sentence's ``subject``: even when one does, if the
-    best sentence below is in an anchor source), is overturned when the sources holding it
-    state its predicate at less
+    anchor holds (a name: even when one does, if the best sentence below is in an anchor
+    source), is overturned when the sources holding it state its predicate at less
     than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
     value, when that is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight`` (the
     predicate game's total weight, the most its value can be); it is then contradicted by
     that sentence when it states another value of the keyword's kind, else unsupported.
-    ``agreement=None`` skips this (a capitalised word that opens the answer sentence is
-    only a name by the sources' spelling, and its predicate may be any sentence's).
+    ``agreement=None`` skips this outside the anchor (a capitalised word that opens the
+    answer sentence is only a name by the sources' spelling, and its predicate may be any
+    sentence's); within the anchor :data:`PREDICATE_AGREEMENT` applies.
 
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
@@ -609,18 +630,28 @@ def keyword_status(
     # A holding source states the predicate in any of its sentences (the value in one, the
     # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
     holding_sources = np.isin(sentence_document, sentence_document[held])
+    # The rival is weighed against the sentences next to the value (the value and the rest
+    # of its claim may sit in two sentences, rarely further apart): another sentence of a
+    # page that merely names it ("Sarvodaya", in a page on Sri Lanka's government) is not
+    # where the page says it.
+    beside = held.copy()
+    same_document = sentence_document[1:] == sentence_document[:-1]
+    beside[1:] |= held[:-1] & same_document
+    beside[:-1] |= held[1:] & same_document
     if held.any():
         if subject_sources is None:
             return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
             # The anchor's source holds it: the claim's values agree. But a page holds many
-            # names (Sauron's page holds "the Elves", which he did not forge): a name other
-            # than the subject is still overturned by context when the sentence that states
-            # the claim's predicate best is the anchor's own.
-            if k.kind == "name" and not subject and subject_sources[sentence_document[int(np.argmax(predicate))]]:
+            # names (Sauron's page holds "the Elves", which he did not forge, and
+            # "Ar-Pharazôn", who did not forge the Ring): a name, the subject too, is still
+            # overturned by context when the sentence that states the claim's predicate
+            # best is the anchor's own (the anchor's page decides what it names).
+            if k.kind == "name" and subject_sources[sentence_document[int(np.argmax(predicate))]]:
                 status, _, rival = _unless_context_disagrees(
-                    k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight
+                    k, held, holding_sources, predicate, facts, answer,
+                    PREDICATE_AGREEMENT if agreement is None else agreement, predicate_weight,
                 )
                 if status != "supported":
                     return status, np.zeros_like(held), rival
@@ -635,7 +666,7 @@ def keyword_status(
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
     rival, best = _rival(k, pool, predicate, facts, answer)
-    if rival >= 0 and held.any() and best >= tolerance * float(predicate[holding_sources].max()):
+    if rival >= 0 and held.any() and best >= tolerance * float(predicate[beside].max()):
         return "contradicted", np.zeros_like(held), rival
     # A value no source holds is contradicted only by a sentence that states the claim: its
     # predicate at least ``agreement`` times the best of the pool's. Any sentence naming

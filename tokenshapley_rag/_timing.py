@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 __all__ = ["StepTimes", "record_steps", "step", "STEPS"]
 
-#: The steps the pipeline marks, in pipeline order (the last seven inside ``assemble``). A
-#: memoised datastore (the same sources again) skips the first five.
+#: The steps the pipeline marks, in pipeline order (the last eight inside ``assemble``). A
+#: memoised datastore (the same sources again) skips the first five; ``question_game`` runs
+#: only when an answer sentence says nothing but numbers, dates and names.
 STEPS = (
     "segment",  # split the sources into sentences, look their keys up in the sentence cache
     "encode_context",  # encode the sentences the cache did not hold
@@ -45,7 +46,8 @@ STEPS = (
     "holding",  # the keywords' facts and the sentences holding each (the match rule)
     "verbatim",  # the sentences holding each keyword word for word (token classes, text)
     "context_games",  # each keyword's context game per sentence
-    "statuses",  # the predicate game and each keyword's status
+    "statuses",  # the predicate game and each keyword's status; inside it:
+    "question_game",  # a bare answer sentence's predicate: the question's token games
     "citations",  # cited sources ranked, citation objects, sentence verdicts
     "scores",  # sentence and source scores, the result object
 )

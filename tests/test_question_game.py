@@ -1,0 +1,57 @@
+"""The question's game: the predicate of an answer that says nothing but values
+(docs/method.md §8, "Bare answers")."""
+
+import numpy as np
+
+SOURCES = [
+    {"id": "curie", "text": "Marie Curie was born in Warsaw in 1867. She studied physics in Paris."},
+    {"id": "meitner", "text": "Lise Meitner was born in Vienna in 1878. She died in 1968 in Cambridge."},
+]
+QUESTION = "Where was Marie Curie born?"
+
+
+def _counting_game(ts, store, query):
+    calls = []
+    game = ts.pipeline.question_game_for(store, query)
+
+    def counted():
+        calls.append(1)
+        return game()
+
+    return counted, calls
+
+
+def test_the_question_game_is_the_sum_of_the_questions_token_games(ts):
+    store = ts.pipeline.datastore_for(ts.check_context(SOURCES))
+    values, weight = ts.pipeline.question_game(store, QUESTION)
+    # Oracle: the question encoded as a source sentence is (from its start), each token's
+    # game played over the datastore, summed over the tokens.
+    tokens = ts.encoder.tokenize(QUESTION)
+    states = ts.encoder.encode_before([tokens.ids])[0]
+    per_token = ts.pipeline.score_tokens(store, QUESTION, tokens, states).scores
+    assert weight == len(tokens.ids) and values.shape == (len(store.sentences),)
+    np.testing.assert_allclose(values, per_token.sum(axis=0), rtol=1e-12, atol=1e-12)
+    # Curie's birth sentence states the question best.
+    assert store.sentences[int(np.argmax(values))].text.startswith("Marie Curie was born")
+
+
+def test_the_question_game_is_played_only_for_a_bare_answer_and_once(ts):
+    from tokenshapley_rag._token_game import TokenValues
+
+    srcs = ts.check_context(SOURCES)
+    store = ts.pipeline.datastore_for(srcs)
+    for answer, played in (("Marie Curie was born in Vienna.", 0), ("Vienna. Warsaw.", 1)):
+        game, calls = _counting_game(ts, store, QUESTION)
+        tokens = ts.encoder.tokenize(answer)
+        values: TokenValues = ts.pipeline.score_tokens(store, answer, tokens, ts.encoder.encode_response(QUESTION, tokens))
+        result = ts.pipeline.assemble_citations(QUESTION, answer, srcs, store, tokens, values, ts.config, game)
+        assert len(calls) == played, answer
+    # The second bare answer's values: Vienna is Lise Meitner's birthplace, Warsaw Curie's.
+    assert [(c.text, c.status) for c in result.citations] == [("Vienna", "contradicted"), ("Warsaw", "supported")]
+    assert result.citations[0].conflict.source_id == "curie"
+    assert ts.pipeline.question_game_for(store, "  ") is None
+
+
+def test_without_a_question_a_bare_answer_is_supported_where_held(ts):
+    res = ts.attribute(query="", sources=SOURCES, response="Vienna")
+    assert [(c.text, c.status, c.best.source_id) for c in res.citations] == [("Vienna", "supported", "meitner")]
