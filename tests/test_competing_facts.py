@@ -38,6 +38,9 @@ WRONG_FACTS = [
     ("Toulouse is the largest city in France.", "largest", "toulouse"),
     ("The Danube is the longest river in Europe.", "longest", "danube"),
     ("Lyon is the largest city on the Rhône.", "largest", "lyon1"),
+    # a claim with no other value: the subject against the page holding its words (Curie's
+    # "She discovered polonium and radium.", which names no one: unsupported)
+    ("Lise Meitner discovered polonium and radium.", "Lise Meitner", None),
 ]
 
 CORRECT = [
@@ -60,6 +63,8 @@ CORRECT = [
     "Marseille is the oldest city in France.",
     "The Danube is Europe's second-longest river.",
     "The Brooklyn Bridge was the longest suspension bridge in the world when it opened.",
+    "Marie Curie discovered polonium and radium.",
+    "Lise Meitner discovered protactinium.",
 ]
 
 

@@ -374,6 +374,16 @@ def keyword_statuses(
             # The subject is checked against the sources holding the most of the rest.
             agreement = held_by_document[others].sum(axis=0)
             subject_sources = agreement == agreement.max()
+        elif the_subject == r:
+            # A claim with no other value ("Lise Meitner discovered polonium and radium."):
+            # against the sources holding the most of its words.
+            words = [
+                o for o in range(n_kw)
+                if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS and held_anywhere[o]
+            ]
+            if words:
+                agreement = held_by_document[words].sum(axis=0)
+                subject_sources = agreement == agreement.max()
         status, ok, rival = keyword_status(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
             answer_facts.get(kw_sentence[r]) or sentence_facts(""),

@@ -579,9 +579,10 @@ def keyword_status(
     k : the keyword's facts
     held : (n_sentences,) bool, the sentences holding it (:func:`holding_mask`)
     subject_sources : (n_documents,) bool or None
-        The claim's anchor: the documents that hold the most of the answer sentence's other
-        numbers, dates and names (its subject, the first name, counting twice); None when
-        the sentence has no other held value.
+        The claim's anchor (:func:`~tokenshapley_rag._citations.keyword_statuses`): for a
+        value, the documents holding the claim's subject; for the subject, those holding the
+        most of the claim's other numbers, dates and names (when none is held, of its words);
+        None when there is nothing to check it against.
     predicate : (n_sentences,) float
         The predicate game's value for each sentence: the context game of the keyword's
         answer sentence over its tokens that belong to no number, date or name keyword
