@@ -247,6 +247,8 @@ BARE_WRONG = [
     ("What is the population of Lyon?", "870,321", "lyon1"),
     ("Where does the Rhine flow into?", "The Black Sea", "rhine"),
     ("How long is the Danube?", "1,230 kilometres", "danube"),
+    # the question's rank joins its name: Marseille's page holds both
+    ("Which city is the second-largest in France?", "Lyon", "marseille1"),
 ]
 
 BARE_CORRECT = [
@@ -257,6 +259,7 @@ BARE_CORRECT = [
     ("What is the population of Lyon?", "522,250", {"lyon1"}),
     ("Where does the Rhine flow into?", "The North Sea", {"rhine"}),
     ("How long is the Danube?", "2,850 kilometres", {"danube"}),
+    ("Which city is the second-largest in France?", "Marseille", {"marseille1"}),
 ]
 
 

@@ -337,17 +337,22 @@ def keyword_statuses(
         predicate_weight[bare] = question_weight
     bare_set = set(bare) if question_predicate is not None else set()
     # ... and the names it asks about are its subject, the topic: the documents holding the
-    # most of them are its anchor ("Where was Marie Curie born?" "Vienna.": Vienna is Lise
-    # Meitner's birthplace).
+    # most of them, and of the numbers and dates it names, are its anchor ("Where was Marie
+    # Curie born?" "Vienna.": Vienna is Lise Meitner's birthplace; "Which city is the
+    # second-largest in France?" "Lyon": Marseille's page holds France and the rank).
     question_anchor = None
     if bare_set:
         asked = question_names(query, facts)
         if asked:
-            names_held = np.zeros(n_documents, dtype=np.int64)
+            asked += [
+                keyword_facts(k.text, k.kind) for k in find_keywords(query)
+                if k.citable and k.kind in ("number", "date")
+            ]
+            asked_held = np.zeros(n_documents, dtype=np.int64)
             for row in holding_masks(asked, facts, sentence_document):
-                names_held[np.unique(sentence_document[row])] += 1
-            if names_held.max() > 0:
-                question_anchor = names_held > 0
+                asked_held[np.unique(sentence_document[row])] += 1
+            if asked_held.max() > 0:
+                question_anchor = asked_held == asked_held.max()
     held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
