@@ -283,10 +283,10 @@ def keyword_statuses(
     ``query``: the user's question. Each keyword is judged within its claim
     (:func:`claim_subjects`); a claim's subject that the question names is its topic:
     supported when held, and the claim's values are judged with ``topic=True``
-    (:func:`keyword_status`). ``question_predicate``: called once, when some claim says
-    nothing but numbers, dates and names (a bare answer, "Wilhelm Conrad Röntgen"), it
-    gives the question's game (each sentence's value summed over the question's tokens)
-    and its total weight: the question is that claim's predicate."""
+    (:func:`keyword_status`). ``question_predicate``: called once, when some answer
+    sentence says nothing but numbers, dates and names (a bare answer, "Wilhelm Conrad
+    Röntgen"), it gives the question's game (each sentence's value summed over the
+    question's tokens) and its total weight: the question is that sentence's predicate."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -327,8 +327,8 @@ def keyword_statuses(
     kw_claim, subject, topic = claim_subjects(
         [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
     )
-    # A claim that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and Lyon")
-    # answers the question: the question states its predicate.
+    # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
+    # Lyon") answers the question: the question states its predicate.
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
     bare = [r for r in range(n_kw) if kw_sentence[r] not in says]
     if bare and question_predicate is not None:

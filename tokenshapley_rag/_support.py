@@ -632,9 +632,9 @@ def keyword_status(
     # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
     holding_sources = np.isin(sentence_document, sentence_document[held])
     # The rival is weighed against the sentences next to the value (the value and the rest
-    # of its claim may sit in two sentences, rarely further apart): another sentence of a
-    # page that merely names it ("Sarvodaya", in a page on Sri Lanka's government) is not
-    # where the page says it.
+    # of its claim may sit in two sentences, rarely further apart): a page that names it in
+    # one sentence ("Sarvodaya", beside Dharmapāla) and says who declared the holidays in
+    # another, far off, does not state the claim with it.
     beside = held.copy()
     same_document = sentence_document[1:] == sentence_document[:-1]
     beside[1:] |= held[:-1] & same_document
