@@ -23,16 +23,19 @@ def _counting_game(ts, store, query):
 
 def test_the_question_game_is_the_sum_of_the_questions_token_games(ts):
     store = ts.pipeline.datastore_for(ts.check_context(SOURCES))
-    values, weight = ts.pipeline.question_game(store, QUESTION)
-    # Oracle: the question encoded as a source sentence is (from its start), each token's
-    # game played over the datastore, summed over the tokens.
-    tokens = ts.encoder.tokenize(QUESTION)
-    states = ts.encoder.encode_before([tokens.ids])[0]
-    per_token = ts.pipeline.score_tokens(store, QUESTION, tokens, states).scores
-    assert weight == len(tokens.ids) and values.shape == (len(store.sentences),)
-    np.testing.assert_allclose(values, per_token.sum(axis=0), rtol=1e-12, atol=1e-12)
-    # Curie's birth sentence states the question best.
-    assert store.sentences[int(np.argmax(values))].text.startswith("Marie Curie was born")
+    _, prompt_states = ts.encoder.encode_response_and_prompt(QUESTION, ts.encoder.tokenize("Vienna"))
+    from_answer_pass = ts.encoder.question_states(QUESTION, prompt_states)
+    on_its_own = (tokens := ts.encoder.tokenize(QUESTION)), ts.encoder.encode_before([tokens.ids])[0]
+    for question in (from_answer_pass, None):
+        values, weight = ts.pipeline.question_game(store, QUESTION, question)
+        # Oracle: each question token's game played over the datastore (its states from the
+        # answer's pass, or, without them, the question encoded on its own), summed.
+        q_tokens, q_states = on_its_own if question is None else question
+        per_token = ts.pipeline.score_tokens(store, QUESTION, q_tokens, q_states).scores
+        assert weight == len(q_tokens.ids) and values.shape == (len(store.sentences),)
+        np.testing.assert_allclose(values, per_token.sum(axis=0), rtol=1e-12, atol=1e-12)
+        # Curie's birth sentence states the question best.
+        assert store.sentences[int(np.argmax(values))].text.startswith("Marie Curie was born")
 
 
 def test_the_question_game_is_played_only_for_a_bare_answer_and_once(ts):
@@ -55,3 +58,23 @@ def test_the_question_game_is_played_only_for_a_bare_answer_and_once(ts):
 def test_without_a_question_a_bare_answer_is_supported_where_held(ts):
     res = ts.attribute(query="", sources=SOURCES, response="Vienna")
     assert [(c.text, c.status, c.best.source_id) for c in res.citations] == [("Vienna", "supported", "meitner")]
+
+
+def test_the_question_states_come_from_the_answers_own_pass(ts):
+    enc = ts.encoder
+    answer = enc.tokenize("Vienna")
+    states, prompt_states = enc.encode_response_and_prompt(QUESTION, answer)
+    np.testing.assert_array_equal(states, enc.encode_response(QUESTION, answer))
+    prompt = enc.prompt_ids(QUESTION)
+    assert prompt_states.shape == (len(prompt), states.shape[1])
+    tokens, positions = enc.question_tokens(QUESTION)
+    # The question's tokens as the prompt holds them, with offsets into the question.
+    np.testing.assert_array_equal(prompt[positions], tokens.ids)
+    assert "".join(QUESTION[a:b] for a, b in tokens.offsets) == QUESTION
+    got_tokens, got_states = enc.question_states(QUESTION, prompt_states)
+    np.testing.assert_array_equal(got_states, prompt_states[positions - 1])
+    # A stream's encoding keeps the same prompt states (the same pass, up to rounding).
+    streamed = enc.response_encoding(QUESTION)
+    streamed.states(answer.ids)
+    np.testing.assert_allclose(streamed.prompt_states, prompt_states, rtol=1e-4, atol=1e-4)
+    assert enc.question_states(QUESTION, None) is None

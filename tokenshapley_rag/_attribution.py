@@ -419,9 +419,12 @@ class TokenShapley:
         store = self.pipeline.datastore_for(srcs, cancel=cancel)
         checkpoint(cancel, "encoding the answer")
         with step("encode_answer"):
-            queries = self.encoder.encode_response(query, resp_tok)
+            queries, prompt_states = self.encoder.encode_response_and_prompt(query, resp_tok)
         checkpoint(cancel, "scoring the answer")
-        return self.pipeline.attribute(query, response, srcs, store, resp_tok, queries, self.config)
+        question_game = self.pipeline.question_game_for(
+            store, query, lambda: self.encoder.question_states(query, prompt_states)
+        )
+        return self.pipeline.attribute(query, response, srcs, store, resp_tok, queries, self.config, question_game)
 
     def stream(self, query: str = "", sources: Sequence[Any] = (), *, cancel: Any = None) -> AttributionStream:
         """Attribute an answer while it streams: citations of each sentence as soon as it ends.

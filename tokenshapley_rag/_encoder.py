@@ -328,14 +328,58 @@ class CausalLMEncoder:
     def encode_response(self, query: str, response: TokenizedText) -> np.ndarray:
         """States that predict each response token given the query and the answer so far
         (the paper's ``h(x̂_t)``): ``(n_response_tokens, hidden)`` float32."""
+        return self.encode_response_and_prompt(query, response)[0]
+
+    def encode_response_and_prompt(self, query: str, response: TokenizedText) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_response`'s states, and the same pass's states at each prompt
+        token (``(len(prompt_ids(query)), hidden)``: row ``i`` predicts prompt token
+        ``i + 1``, the first answer token for the last row), from which
+        :meth:`question_states` takes the question's."""
         prompt = self.prompt_ids(query)
         self._check_response_length(prompt, len(response.ids))
         seq = np.concatenate([prompt, response.ids[:-1]]) if len(response.ids) else prompt
         device = self.loaded.model.device
         ids = torch.as_tensor(seq, dtype=torch.long, device=device)[None, :]
-        states = self._states(ids, torch.ones_like(ids))
-        # The answer's rows of the pass's own output (a contiguous view, no copy).
-        return states[0].float().cpu().numpy()[len(prompt) - 1 :]
+        states = self._states(ids, torch.ones_like(ids))[0].float().cpu().numpy()
+        # The answer's and the prompt's rows of the pass's own output (views, no copy).
+        return states[len(prompt) - 1 :], states[: len(prompt)]
+
+    def question_tokens(self, query: str) -> tuple[TokenizedText, np.ndarray] | None:
+        """The question's tokens inside the prompt (:meth:`prompt_ids`), with offsets into
+        ``query``, and each one's position in the prompt; None when the prompt does not hold
+        the question verbatim as whole tokens (a template that rewrites it)."""
+        tok = self.loaded.tokenizer
+        if getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template([{"role": "user", "content": query}], add_generation_prompt=True, tokenize=False)
+            lead = 0
+        else:
+            text = (query + "\n") if query else ""
+            lead = 1  # the start token prompt_ids puts first
+        start = text.find(query)
+        if not query or start < 0:
+            return None
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        inside = (offsets[:, 0] >= start) & (offsets[:, 1] <= start + len(query)) & (offsets[:, 1] > offsets[:, 0])
+        positions = np.flatnonzero(inside)
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        covered = offsets[positions]
+        # Whole tokens covering the question from its first to its last character.
+        if not len(positions) or covered[0, 0] != start or covered[-1, 1] != start + len(query):
+            return None
+        return TokenizedText(ids[positions], covered - start), positions + lead
+
+    def question_states(self, query: str, prompt_states: np.ndarray | None) -> tuple[TokenizedText, np.ndarray] | None:
+        """The question's tokens (:meth:`question_tokens`) and the state before each, taken
+        from ``prompt_states`` (:meth:`encode_response_and_prompt`'s, or a
+        :class:`ResponseEncoding`'s): the answer's own pass has encoded the question already.
+        None when the prompt does not hold the question as whole tokens, or no states are
+        given."""
+        found = None if prompt_states is None else self.question_tokens(query)
+        if found is None:
+            return None
+        tokens, positions = found
+        return tokens, prompt_states[positions - 1]
 
     def response_encoding(self, query: str) -> ResponseEncoding:
         """An encoding of an answer to ``query`` that grows as the answer streams in."""
@@ -368,6 +412,9 @@ class ResponseEncoding:
         self._pieces: list[np.ndarray] = []  # states before answer tokens 0..len(_fed)
         self._cache: Any = None
         self.restarts = 0  # times the tokenization changed under us (for tests, stats)
+        # The states at the prompt's tokens (CausalLMEncoder.question_states reads the
+        # question's there), known after the first call of states().
+        self.prompt_states: np.ndarray | None = None
 
     @property
     def n_encoded(self) -> int:
@@ -399,7 +446,9 @@ class ResponseEncoding:
             self.restarts += 1
         if self._cache is None:
             self._cache = DynamicCache(config=self.encoder.loaded.model.config)
-            self._pieces = [self._run(self.prompt)[-1:].copy()]
+            prompt_states = self._run(self.prompt)
+            self.prompt_states = prompt_states.copy()
+            self._pieces = [prompt_states[-1:].copy()]
         new = need[len(self._fed) :]
         if len(new):
             self._pieces.append(self._run(new).copy())

@@ -109,32 +109,44 @@ class Pipeline:
                 question_predicate=question_game or self.question_game_for(store, query),
             )
 
-    def question_game_for(self, store: Datastore, query: str) -> Callable[[], tuple[np.ndarray, float]] | None:
+    def question_game_for(
+        self, store: Datastore, query: str,
+        question_states: Callable[[], tuple[TokenizedText, np.ndarray] | None] | None = None,
+    ) -> Callable[[], tuple[np.ndarray, float]] | None:
         """:meth:`question_game` of ``store`` and ``query``, played on the first call and
-        remembered (most answers never need it); None for an empty question."""
+        remembered (most answers never need it); None for an empty question.
+        ``question_states`` gives the question's tokens and states from the answer's own
+        pass (:meth:`CausalLMEncoder.question_states`)."""
         if not query.strip():
             return None
         played: list[tuple[np.ndarray, float]] = []
 
         def game() -> tuple[np.ndarray, float]:
             if not played:
-                played.append(self.question_game(store, query))
+                played.append(self.question_game(store, query, None if question_states is None else question_states()))
             return played[0]
 
         return game
 
-    def question_game(self, store: Datastore, query: str) -> tuple[np.ndarray, float]:
+    def question_game(
+        self, store: Datastore, query: str, question: tuple[TokenizedText, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, float]:
         """The question's game over ``store``: each source sentence's exact Shapley values
         summed over the question's tokens (summed in token order), and the number of tokens
-        (the most that sum can be: a token's values sum to at most 1). The question is
-        encoded as a source sentence is, from its start, so its states sit among the
-        datastore's keys. It is the predicate of a claim that says nothing but values
+        (the most that sum can be: a token's values sum to at most 1). The states before
+        the question's tokens are those of the answer's own pass (``question``: its tokens
+        and states, the question read after the chat template's opening, as the answer is
+        read after the question); without them, the question is encoded on its own, as a
+        source sentence is. It is the predicate of a sentence that says nothing but values
         (docs/method.md §8)."""
         # Its own token games are not marked as the answer's steps (a recording sees only
         # "question_game"): record_steps() here takes them.
         with step("question_game"), record_steps():
-            tokens = self.encoder.tokenize(query)
-            states = self.encoder.encode_before([tokens.ids])[0]
+            if question is None:
+                tokens = self.encoder.tokenize(query)
+                states = self.encoder.encode_before([tokens.ids])[0]
+            else:
+                tokens, states = question
             scores = self.score_tokens(store, query, tokens, states).scores
             total = np.empty((1, scores.shape[1]), dtype=np.float64)
             ordered_product(np.ones((1, len(scores))), np.ascontiguousarray(scores, dtype=np.float64), total)

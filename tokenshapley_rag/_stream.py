@@ -71,7 +71,10 @@ class AttributionStream:
         checkpoint(cancel, "starting")
         self._store = self._pipeline.datastore_for(self.sources, cancel=cancel)
         self._encoding = self._encoder.response_encoding(query)
-        self._question_game = self._pipeline.question_game_for(self._store, query)
+        # The question's states come from the answer's encoding (its prompt's pass).
+        self._question_game = self._pipeline.question_game_for(
+            self._store, query, lambda: self._encoder.question_states(query, self._encoding.prompt_states)
+        )
         self._text = ""
         self._n_sentences = 0  # sentences returned so far
         n_sent = len(self._store.sentences)
