@@ -78,3 +78,15 @@ def test_the_question_states_come_from_the_answers_own_pass(ts):
     streamed.states(answer.ids)
     np.testing.assert_allclose(streamed.prompt_states, prompt_states, rtol=1e-4, atol=1e-4)
     assert enc.question_states(QUESTION, None) is None
+
+
+def test_the_question_is_found_in_the_user_turn_not_the_system_message(ts):
+    # SmolLM2's template opens with a system message ("You are a helpful AI assistant ..."):
+    # a question made of its words is still read in the user turn.
+    enc = ts.encoder
+    for question in ("You", "a helpful AI assistant"):
+        tokens, positions = enc.question_tokens(question)
+        prompt = enc.prompt_ids(question)
+        user_turn = enc.loaded.tokenizer.decode(prompt[: positions[0]])
+        assert user_turn.endswith("user\n"), user_turn[-40:]
+        np.testing.assert_array_equal(prompt[positions], tokens.ids)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -349,14 +350,22 @@ class CausalLMEncoder:
         ``query``, and each one's position in the prompt; None when the prompt does not hold
         the question verbatim as whole tokens (a template that rewrites it)."""
         tok = self.loaded.tokenizer
+        if not query:
+            return None
         if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template([{"role": "user", "content": query}], add_generation_prompt=True, tokenize=False)
+            def render(content: str) -> str:
+                return tok.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+
+            text = render(query)
+            # The user turn's content starts where the prompt with an empty question departs
+            # from it: a system message before it may hold the question's words ("You ...").
+            start = text.find(query, len(os.path.commonprefix([text, render("")])))
             lead = 0
         else:
-            text = (query + "\n") if query else ""
+            text = query + "\n"
+            start = 0
             lead = 1  # the start token prompt_ids puts first
-        start = text.find(query)
-        if not query or start < 0:
+        if start < 0:
             return None
         enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
         offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
