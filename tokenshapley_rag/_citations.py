@@ -28,7 +28,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     locate_keyword,
-    question_names,
+    asked_facts,
     sentence_facts,
     sentence_verdict,
 )
@@ -308,9 +308,7 @@ def keyword_statuses(
     ordered_product(weights, np.ascontiguousarray(scores, dtype=np.float64), predicate)
     predicate_weight = weights.sum(axis=1)
     kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
-    held_by_document = np.zeros((n_kw, n_documents), dtype=bool)
-    rows, cols = np.nonzero(held)
-    held_by_document[rows, sentence_document[cols]] = True
+    held_by_document = documents_holding(held, sentence_document, n_documents)
     answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
     statuses: list[str] = []
     allowed = np.zeros_like(held)
@@ -322,37 +320,30 @@ def keyword_statuses(
         a, b = cited[r - 1][0], cited[r][0]
         if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
             group[r] = group[r - 1]
-    # The claim's anchor: the sources that hold the most of the claim's other numbers,
-    # dates and names, its subject (first name) counting twice.
+    # Each keyword's claim and the claim's subject: a value's anchor is the documents holding
+    # the subject; the subject's, those holding the most of the claim's other values (below).
     kw_claim, subject, topic = claim_subjects(
         [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
     )
     # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
     # Lyon") answers the question: the question states its predicate.
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
-    bare = [r for r in range(n_kw) if kw_sentence[r] not in says]
-    if bare and question_predicate is not None:
+    bare = [r for r in range(n_kw) if kw_sentence[r] not in says] if question_predicate is not None else []
+    bare_set = set(bare)
+    question_anchor = None
+    if bare:
         question, question_weight = question_predicate()
         predicate[bare] = question
         predicate_weight[bare] = question_weight
-    bare_set = set(bare) if question_predicate is not None else set()
-    # ... and the names it asks about are its subject, the topic: the documents holding the
-    # most of them, and of the numbers and dates it names, are its anchor ("Where was Marie
-    # Curie born?" "Vienna.": Vienna is Lise Meitner's birthplace; "Which city is the
-    # second-largest in France?" "Lyon": Marseille's page holds France and the rank).
-    question_anchor = None
-    if bare_set:
-        asked = question_names(query, facts)
+        # ... and the names it asks about are its subject, the topic: the documents holding
+        # the most of them, and of the numbers and dates it names, are its anchor ("Where was
+        # Marie Curie born?" "Vienna.": Vienna is Lise Meitner's birthplace; "Which city is
+        # the second-largest in France?" "Lyon": Marseille's page holds France and the rank).
+        asked = asked_facts(query, facts)
         if asked:
-            asked += [
-                keyword_facts(k.text, k.kind) for k in find_keywords(query)
-                if k.citable and k.kind in ("number", "date")
-            ]
-            asked_held = np.zeros(n_documents, dtype=np.int64)
-            for row in holding_masks(asked, facts, sentence_document):
-                asked_held[np.unique(sentence_document[row])] += 1
-            if asked_held.max() > 0:
-                question_anchor = asked_held == asked_held.max()
+            question_anchor = documents_holding_most(
+                documents_holding(holding_masks(asked, facts, sentence_document), sentence_document, n_documents)
+            )
     held_anywhere = held_by_document.any(axis=1).tolist()
     for r in range(n_kw):
         others = [
@@ -377,18 +368,13 @@ def keyword_statuses(
             subject_sources = held_by_document[the_subject]  # a value is checked against the subject
         elif the_subject == r and others:
             # The subject is checked against the sources holding the most of the rest.
-            agreement = held_by_document[others].sum(axis=0)
-            subject_sources = agreement == agreement.max()
+            subject_sources = documents_holding_most(held_by_document[others])
         elif the_subject == r:
             # A claim with no other value ("Lise Meitner discovered polonium and radium."):
             # against the sources holding the most of its words.
-            words = [
-                o for o in range(n_kw)
-                if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS and held_anywhere[o]
-            ]
-            if words:
-                agreement = held_by_document[words].sum(axis=0)
-                subject_sources = agreement == agreement.max()
+            subject_sources = documents_holding_most(held_by_document[
+                [o for o in range(n_kw) if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS]
+            ])
         status, ok, rival = keyword_status(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
             answer_facts.get(kw_sentence[r]) or sentence_facts(""),
@@ -401,6 +387,28 @@ def keyword_statuses(
         allowed[r] = ok
         rivals.append(rival)
     return statuses, allowed, rivals
+
+
+def documents_holding(held: np.ndarray, sentence_document: np.ndarray, n_documents: int) -> np.ndarray:
+    """``(n_keywords, n_documents)`` bool: whether some sentence of the document holds the
+    keyword (``held``: ``(n_keywords, n_sentences)``)."""
+    by_document = np.zeros((len(held), n_documents), dtype=bool)
+    rows, cols = np.nonzero(held)
+    by_document[rows, sentence_document[cols]] = True
+    return by_document
+
+
+def documents_holding_most(by_document: np.ndarray) -> np.ndarray | None:
+    """The documents that hold the most of the keywords (``(n_keywords, n_documents)`` bool,
+    :func:`documents_holding`); None when none holds any.
+
+    >>> documents_holding_most(np.array([[True, False, True], [True, False, False]]))
+    array([ True, False, False])
+    >>> documents_holding_most(np.zeros((2, 3), dtype=bool)) is None
+    True
+    """
+    count = by_document.sum(axis=0)
+    return count == count.max() if len(count) and count.max() > 0 else None
 
 
 def claim_subjects(

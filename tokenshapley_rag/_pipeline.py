@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -119,14 +120,9 @@ class Pipeline:
         pass (:meth:`CausalLMEncoder.question_states`)."""
         if not query.strip():
             return None
-        played: list[tuple[np.ndarray, float]] = []
-
-        def game() -> tuple[np.ndarray, float]:
-            if not played:
-                played.append(self.question_game(store, query, None if question_states is None else question_states()))
-            return played[0]
-
-        return game
+        return functools.cache(
+            lambda: self.question_game(store, query, None if question_states is None else question_states())
+        )
 
     def question_game(
         self, store: Datastore, query: str, question: tuple[TokenizedText, np.ndarray] | None = None

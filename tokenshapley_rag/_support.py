@@ -510,23 +510,32 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
 
 
-def question_names(query: str, facts: Sequence[SentenceFacts]) -> list[KeywordFacts]:
-    """The names a question asks about: its name keywords, and a capitalised word that opens
-    it when a source spells it as a name (:func:`is_name`). A lowercase question names
-    nothing: runs of its words that equal a source's name were tried, and on NQ's questions
-    they were mostly common words ("american", "great britain" for a page on the United
-    Kingdom): 4 of 64 correct answers flagged (docs/reports/support.md).
+def asked_facts(query: str, facts: Sequence[SentenceFacts]) -> list[KeywordFacts]:
+    """What a question asks about: its names (its name keywords, and a capitalised word that
+    opens it when a source spells it as a name: :func:`is_name`), then, when it has a name,
+    its numbers and dates ("Which city is the second-largest in France?": France and the
+    rank). Alone, a question's numbers and dates flagged a correct NQ answer ("what is the
+    largest bill in american money" "$100"). A lowercase question names nothing: runs of its
+    words that equal a source's name were tried, and on NQ's questions they were mostly
+    common words ("american", "great britain" for a page on the United Kingdom): 4 of 64
+    correct answers flagged (docs/reports/support.md).
 
-    >>> [k.words for k in question_names("Where was Marie Curie born?", [])]
+    >>> [k.words for k in asked_facts("Where was Marie Curie born?", [])]
     [('marie', 'curie')]
-    >>> question_names("who sings the theme song for the proud family", [sentence_facts("The Proud Family is a show.")])
+    >>> [(k.kind, sorted(k.numbers)) for k in asked_facts("Which city is the second-largest in France?", [])]
+    [('name', []), ('number', ['2'])]
+    >>> asked_facts("who sings the theme song for the proud family", [sentence_facts("The Proud Family is a show.")])
     []
     """
     facts = list(facts)
-    return [
-        keyword_facts(kw.text, "name") for kw in find_keywords(query)
+    keywords = find_keywords(query)
+    names = [
+        keyword_facts(kw.text, "name") for kw in keywords
         if kw.kind == "name" or (kw.kind == "word" and is_name(kw.text, facts))
     ]
+    if not names:
+        return []
+    return names + [keyword_facts(kw.text, kw.kind) for kw in keywords if kw.citable and kw.kind in ("number", "date")]
 
 
 def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts) -> bool:
