@@ -41,6 +41,11 @@ WRONG_FACTS = [
     # a claim with no other value: the subject against the page holding its words (Curie's
     # "She discovered polonium and radium.", which names no one: unsupported)
     ("Lise Meitner discovered polonium and radium.", "Lise Meitner", None),
+    # two claims in one sentence: the second claim's 1883 is not the first's, so the Brooklyn
+    # Bridge's "opened in 1883" states another date
+    ("The Brooklyn Bridge opened in 1937 and the Golden Gate Bridge in 1883.", "1937", "brooklyn1"),
+    # a hedged count is held by what it rounds, and Lyon's page rounds to no 870,000
+    ("In 2020 Lyon had about 870,000 inhabitants.", "870,000", "lyon1"),
 ]
 
 CORRECT = [
@@ -58,6 +63,9 @@ CORRECT = [
     "The Danube is very long.",
     "Lyon is the third-largest city in France.",
     "Marseille is the second-largest city in France.",
+    "The Brooklyn Bridge opened in 1883 and the Golden Gate Bridge in 1937.",
+    "In 2020 Marseille had about 870,000 inhabitants.",
+    "In 2020 Lyon had more than 500,000 inhabitants.",
     # a preposition is a function word, never a keyword to flag
     "The Rhine is 1,230 km long and flows into the North Sea near Rotterdam.",
     "Marseille is the oldest city in France.",
@@ -187,6 +195,10 @@ ASKED_WRONG = [
      "870,321 inhabitants.", "870,321", "lyon1"),
     ("Tell me about the Golden Gate Bridge.", "The Golden Gate Bridge is in San Francisco. The bridge opened in 1883.",
      "1883", "goldengate1"),
+    # Toulouse's page only opens sentences with it, so the answer's opener is a name by the
+    # question's spelling: the claim's subject, and Lyon's rank is not Toulouse's
+    ("Tell me about Toulouse.", "Toulouse is the third-largest city in France.", "third-largest", "toulouse"),
+    ("How many people live in Toulouse?", "Toulouse had a population of 522,250 in 2020.", "522,250", "toulouse"),
 ]
 
 ASKED_CORRECT = [
@@ -199,6 +211,8 @@ ASKED_CORRECT = [
     ("How many vehicles cross the Brooklyn Bridge?", "About 116,000 vehicles cross the Brooklyn Bridge each day."),
     ("Tell me about Lyon.", "Lyon is the third-largest city in France. In 2020 it had a population of 522,250 "
      "inhabitants."),
+    ("Tell me about Toulouse.", "Toulouse is the fourth-largest city in France, with a population of 498,003 in "
+     "2020."),
     # ", and" opens a second claim, about its own subject
     ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened to traffic in 1937, and the Brooklyn "
      "Bridge opened in 1883."),
@@ -208,7 +222,7 @@ ASKED_CORRECT = [
 ASKED_SUBJECT = {"Golden Gate Bridge": {"goldengate1", "goldengate2"}, "Brooklyn Bridge": {"brooklyn1", "brooklyn2"},
                  "Marie Curie": {"curie1", "curie2"}, "Lyon": {"lyon1", "lyon2"},
                  "Marseille": {"marseille1", "marseille2"}, "Rhine": {"rhine"},
-                 "Lise Meitner": {"meitner1", "meitner2"}}
+                 "Lise Meitner": {"meitner1", "meitner2"}, "Toulouse": {"toulouse"}}
 
 
 @pytest.mark.parametrize("question, answer, keyword, conflict", ASKED_WRONG)

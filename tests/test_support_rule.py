@@ -14,8 +14,10 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     light_stem,
+    number_hedge,
     sentence_facts,
     sentence_verdict,
+    states_other_value,
 )
 from tokenshapley_rag._types import SentenceVerdict
 
@@ -112,6 +114,60 @@ def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
 def test_a_count_needs_a_count(keyword, sentence, expected):
     facts = keyword_facts(keyword, "number")
     assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    "keyword, sentence, expected",
+    [
+        # a scale word multiplies the value: 2.9 million is 2,900,000, not 2.9 billion
+        ("2,900,000 euros", "The budget was 2.9 million euros.", True),
+        ("2.9 million euros", "The budget was 2,900,000 euros.", True),
+        ("2.9 billion euros", "The budget was 2.9 million euros.", False),
+        ("4 million", "It reached $4bn.", False),
+        ("4 billion", "It reached $4bn.", True),
+        ("two thousand", "About 2,000 people came.", True),
+        ("2.9 thousand", "The budget was 2.9 million euros.", False),
+    ],
+)
+def test_a_scale_word_is_part_of_the_value(keyword, sentence, expected):
+    facts = keyword_facts(keyword, "number")
+    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, sentence, expected",
+    [
+        # a hedged count is held by the values it rounds: its last significant place
+        ("It had about 870,000 inhabitants.", "870,000", "It had 870,321 inhabitants.", True),
+        ("It had roughly 870,000 inhabitants.", "870,000", "It had 876,321 inhabitants.", False),
+        ("It had about 900,000 inhabitants.", "900,000", "It had 870,321 inhabitants.", True),
+        ("It had about 3 million inhabitants.", "3 million", "It had 2.9 million inhabitants.", True),
+        ("It had about 2 million inhabitants.", "2 million", "It had 2.9 million inhabitants.", False),
+        ("It is about 2,900 km long.", "2,900 km", "It is 2,850 km long.", True),
+        ("It is about 1.5 km long.", "1.5 km", "It is 1.46 km long.", True),
+        ("It is about 1.5 km long.", "1.5 km", "It is 1.56 km long.", False),
+        # ... and a bound by the values it bounds, up to one more (or less) of that place
+        ("It had more than 500,000 inhabitants.", "500,000", "It had 522,250 inhabitants.", True),
+        ("It had more than 500,000 inhabitants.", "500,000", "It had 480,000 inhabitants.", False),
+        ("It had more than 500,000 inhabitants.", "500,000", "It had 870,321 inhabitants.", False),
+        ("It had fewer than 600,000 inhabitants.", "600,000", "It had 522,250 inhabitants.", True),
+        ("It costs over $4bn.", "4bn", "It cost $4.2bn.", True),
+        # no hedge: the value itself; a rank is never rounded
+        ("It had 870,000 inhabitants.", "870,000", "It had 870,321 inhabitants.", False),
+        ("It is about the third-largest city.", "third-largest", "It is the fourth-largest city.", False),
+    ],
+)
+def test_a_hedged_count_holds_its_roundings(answer, keyword, sentence, expected):
+    hedge = number_hedge(answer, answer.index(keyword))
+    facts = keyword_facts(keyword, "number", hedge)
+    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+
+
+def test_a_hedged_count_is_not_contradicted_by_what_it_rounds():
+    answer = "It had about 870,000 inhabitants."
+    k = keyword_facts("870,000", "number", number_hedge(answer, answer.index("870,000")))
+    assert not states_other_value(k, sentence_facts("It had 870,321 inhabitants."), sentence_facts(answer))
+    assert states_other_value(k, sentence_facts("It had 522,250 inhabitants."), sentence_facts(answer))
 
 
 def test_number_values_are_normalised():

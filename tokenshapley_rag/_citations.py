@@ -29,6 +29,7 @@ from tokenshapley_rag._support import (
     keyword_status,
     locate_keyword,
     asked_facts,
+    number_hedge,
     sentence_facts,
     sentence_verdict,
 )
@@ -101,11 +102,22 @@ def assemble_citations(
     source_document = np.asarray(document_index(sources), dtype=np.int64)
     sentence_document = source_document[sentence_source]
     with step("holding"):
-        retyped = {r for r, (kw, _) in enumerate(cited) if kw.kind == "word" and is_name(kw.text, facts)}
+        # A capitalised word opening an answer sentence is a name when a source, or the
+        # question, writes it as one mid-sentence ("Tell me about Toulouse." "Toulouse is
+        # the third-largest city in France.": the claim's subject, though its page only
+        # opens sentences with it).
+        asked = [sentence_facts(query)] if query.strip() else []
+        retyped = {
+            r for r, (kw, _) in enumerate(cited)
+            if kw.kind == "word" and (is_name(kw.text, facts) or is_name(kw.text, asked))
+        }
         cited = [
             (Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)
         ]
-        kfacts = [keyword_facts(kw.text, kw.kind) for kw, _ in cited]
+        kfacts = [
+            keyword_facts(kw.text, kw.kind, number_hedge(response, kw.start) if kw.kind == "number" else "")
+            for kw, _ in cited
+        ]
         held = holding_masks(kfacts, facts, sentence_document)
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
@@ -157,7 +169,7 @@ def assemble_citations(
         citable[rows, sentence_source[cols]] = True
         ranked = rank_sources(
             sources, store.sentences, sentence_source, np.where(citable[:, sentence_source], per_sentence, -np.inf),
-            holds & allowed, [kw for kw, _ in cited],
+            holds & allowed, [kw for kw, _ in cited], [k.hedge for k in kfacts],
         )
         citations: list[KeywordCitation] = []
         for r, (kw, members) in enumerate(cited):
@@ -275,11 +287,11 @@ def keyword_statuses(
     """Each keyword's status, the sentences it may be cited by, and its conflicting
     sentence (-1: none): :func:`keyword_status` with the predicate game's values.
     ``retyped``: the keywords that open their sentence and are names only because a
-    source spells them as one (no context agreement check for them). ``answer_clause``:
-    each answer token's clause (sentences cut at semicolons; default: its sentence), the
-    span of the predicate game. ``sentence_document``: each sentence's document (chunks
-    of one document are one source here: the anchor and the holding sources are
-    documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`).
+    source or the question spells them as one (no context agreement check for them).
+    ``answer_clause``: each answer token's clause (sentences cut at semicolons; default:
+    its sentence), the span of the predicate game. ``sentence_document``: each sentence's
+    document (chunks of one document are one source here: the anchor and the holding
+    sources are documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`).
     ``query``: the user's question. Each keyword is judged within its claim
     (:func:`claim_subjects`); a claim's subject that the question names is its topic:
     supported when held, and the claim's values are judged with ``topic=True``
@@ -309,7 +321,6 @@ def keyword_statuses(
     predicate_weight = weights.sum(axis=1)
     kw_sentence = [int(answer_sentence[m[0]]) for _, m in cited]
     held_by_document = documents_holding(held, sentence_document, n_documents)
-    answer_facts = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
     statuses: list[str] = []
     allowed = np.zeros_like(held)
     rivals: list[int] = []
@@ -325,6 +336,14 @@ def keyword_statuses(
     kw_claim, subject, topic = claim_subjects(
         [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
     )
+    # What each claim states: a rival must state another value than its claim's own, not
+    # than its sentence's ("The Brooklyn Bridge opened in 1937 and the Golden Gate Bridge in
+    # 1883.": 1883 is not the first claim's, so the Brooklyn Bridge's "opened in 1883"
+    # states another date).
+    claim_facts = {
+        c: sentence_facts(response[a:b])
+        for c, (a, b) in enumerate(claim_spans([kw for kw, _ in cited], kw_claim, kw_sentence, answer_spans))
+    }
     # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
     # Lyon") answers the question: the question states its predicate.
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
@@ -377,7 +396,7 @@ def keyword_statuses(
             ])
         status, ok, rival = keyword_status(
             kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
-            answer_facts.get(kw_sentence[r]) or sentence_facts(""),
+            claim_facts[kw_claim[r]],
             1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
             None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
             float(predicate_weight[r]),
@@ -483,6 +502,36 @@ def claim_subjects(
     return kw_claim, subject, topic
 
 
+def claim_spans(
+    keywords: Sequence[Keyword], kw_claim: Sequence[int], kw_sentence: Sequence[int],
+    answer_spans: Sequence[tuple[int, int]],
+) -> list[tuple[int, int]]:
+    """Each claim's character span (:func:`claim_subjects`' claims, numbered in order): from
+    its sentence's start, or from its first keyword when it opens after a clause break, to
+    the next claim's first keyword in the same sentence, or to the sentence's end.
+
+    >>> text = "The Brooklyn Bridge opened in 1937 and the Golden Gate Bridge in 1883. It is long."
+    >>> kws, spans = [k for k in find_keywords(text) if k.citable], split_sentences(text)
+    >>> sentences = [next(i for i, (a, b) in enumerate(spans) if a <= k.start < b) for k in kws]
+    >>> [text[a:b] for a, b in claim_spans(kws, [0, 0, 0, 1, 1, 2], sentences, spans)]
+    ['The Brooklyn Bridge opened in 1937 and the ', 'Golden Gate Bridge in 1883.', 'It is long.']
+    """
+    first: dict[int, int] = {}
+    for r, c in enumerate(kw_claim):
+        first.setdefault(c, r)
+    spans: list[tuple[int, int]] = []
+    for c in range(len(first)):
+        r = first[c]
+        a, b = answer_spans[kw_sentence[r]]
+        if c > 0 and kw_sentence[first[c - 1]] == kw_sentence[r]:
+            a = keywords[r].start
+        nxt = first.get(c + 1)
+        if nxt is not None and kw_sentence[nxt] == kw_sentence[r]:
+            b = keywords[nxt].start
+        spans.append((a, b))
+    return spans
+
+
 PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(
     r";|(?:,\s*|\s+)(?:and|but|while|whereas)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
@@ -534,13 +583,15 @@ def rank_sources(
     per_sentence: np.ndarray,
     holds: np.ndarray,
     keywords: Sequence[Keyword] | None = None,
+    hedges: Sequence[str] | None = None,
 ) -> list[tuple[SourceAttribution, ...]]:
     """Each keyword's sources, best first (one row of ``per_sentence`` and ``holds`` per
     keyword): each candidate source scores the sum of its sentences' values (what
     :meth:`AttributionResult.span_scores` gives it) and is listed when that is positive,
     with the sentence it is cited by: its best-scoring sentence among those that hold the
     keyword (``holds``), so the quoted sentence contains the keyword whenever the source
-    does; its best sentence otherwise."""
+    does; its best sentence otherwise. ``hedges``: each keyword's :func:`number_hedge`, for
+    finding a rounded count in the quoted sentence."""
     n_kw, n_sent = per_sentence.shape
     if n_sent == 0:
         return [()] * n_kw
@@ -572,7 +623,10 @@ def rank_sources(
     totals_of, cited_of = totals.tolist(), cited_by.tolist()
     return [
         tuple(
-            source_attribution(sources, records[cited_of[r][src]], totals_of[r][src], keywords[r] if keywords else None)
+            source_attribution(
+                sources, records[cited_of[r][src]], totals_of[r][src], keywords[r] if keywords else None,
+                hedges[r] if hedges else "",
+            )
             for src in order[r][: n_listed[r]]
         )
         for r in range(n_kw)
@@ -580,12 +634,13 @@ def rank_sources(
 
 
 def source_attribution(
-    sources: list[Source], rec: SentenceRecord, score: float, keyword: Keyword | None = None
+    sources: list[Source], rec: SentenceRecord, score: float, keyword: Keyword | None = None, hedge: str = ""
 ) -> SourceAttribution:
     """The citation of one source sentence, named for a reader, with the keyword's own
-    range in the source text when the sentence holds it."""
+    range in the source text when the sentence holds it (``hedge``: the keyword's
+    :func:`number_hedge`)."""
     src = sources[rec.source_index]
-    at = locate_keyword(keyword.text, keyword.kind, rec.text) if keyword is not None else None
+    at = locate_keyword(keyword.text, keyword.kind, rec.text, hedge) if keyword is not None else None
     return SourceAttribution(
         source_id=src.id,
         score=score,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from decimal import Decimal
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ __all__ = [
     "holding_mask",
     "holding_masks",
     "light_stem",
+    "near_value",
+    "number_hedge",
     "STATUSES",
     "VERDICTS",
 ]
@@ -144,12 +147,102 @@ def light_stem(word: str) -> str:
 def all_values(text: str) -> list[tuple[int, int, str]]:
     """The numbers of ``text`` in digits and in words, ``(start, end, value)`` in text order:
     "2nd" and "second", "15" and "fifteen" are one value each, and a superlative that states
-    rank 1 ("the largest") is 1.
+    rank 1 ("the largest") is 1. A scale word after a number multiplies its value ("2.9
+    million" is 2900000, as "2,900,000" is, and not "2.9 billion"); the span stays the number's.
 
     >>> [v for _, _, v in all_values("The second of 15 bridges, fifteen in all; the 2nd, the longest.")]
     ['2', '15', '15', '2', '1']
+    >>> [v for _, _, v in all_values("2.9 million, 2,900,000, 2.9 billion, $4bn, two thousand, 1.5 km")]
+    ['2900000', '2900000', '2900000000', '4000000000', '2000', '1.5']
     """
-    return sorted(value_spans(text) + word_number_spans(text) + rank_superlative_spans(text))
+    values = value_spans(text) + word_number_spans(text)
+    return sorted([(a, b, _scaled(text, b, v)) for a, b, v in values] + rank_superlative_spans(text))
+
+
+# Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand".
+_SCALES = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "bn": 9}
+_SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn)\b", re.IGNORECASE)
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _scaled(text: str, end: int, value: str) -> str:
+    """``value``, the number of ``text`` ending at ``end``, times the scale word right after
+    it (:data:`_SCALES`), written as :func:`number_value` writes numbers."""
+    m = _SCALE_AFTER.match(text, end)
+    if m is None or not _PLAIN_NUMBER.fullmatch(value):
+        return value
+    return _plain(Decimal(value).scaleb(_SCALES[m.group(1).lower()]))
+
+
+def _plain(d: Decimal) -> str:
+    """A decimal as :func:`number_value` writes numbers: no exponent, no trailing zeros
+    after the point, no point for a whole number."""
+    out = format(d, "f")
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return "0" if out in ("-0", "") else out
+
+
+# Words before a count that make it approximate or a bound, and what they make it
+# (docs/method.md §8): "about 870,000" is held by 870,321, "more than 500,000" by 522,250.
+_HEDGES = sorted(
+    [(w, "about") for w in (
+        "about", "around", "approximately", "approx.", "approx", "roughly", "nearly", "almost", "circa", "ca.",
+        "some", "close to", "an estimated", "estimated", "~", "\u2248",
+    )]
+    + [(w, "at least") for w in ("over", "more than", "at least", "upwards of", "in excess of", "above", ">", "\u2265")]
+    + [(w, "at most") for w in ("under", "less than", "fewer than", "below", "at most", "up to", "<", "\u2264")],
+    key=lambda pair: -len(pair[0]),
+)
+
+
+def number_hedge(text: str, start: int) -> str:
+    """How the words right before the number at ``text[start:]`` qualify it: "about" (it is
+    rounded: "about 870,000", "roughly 3 million"), "at least" ("more than 500,000"), "at
+    most" ("fewer than 20"), or "" (exact). A currency sign between them is skipped.
+
+    >>> [number_hedge(t, t.index("8")) for t in ("about 870,000", "More than $8bn", "under 80", "it is 870")]
+    ['about', 'at least', 'at most', '']
+    """
+    before = text[max(0, start - 24) : start].casefold().rstrip(" \t\u00a0\u202f$\u20ac\u00a3\u00a5")
+    for phrase, hedge in _HEDGES:
+        if before.endswith(phrase) and (
+            not phrase[-1].isalnum() or len(before) == len(phrase) or not before[-len(phrase) - 1].isalnum()
+        ):
+            return hedge
+    return ""
+
+
+def near_value(value: str, held: str, hedge: str) -> bool:
+    """Whether a source's count ``held`` holds the answer's ``value`` under ``hedge``
+    (:func:`number_hedge`). The answer's precision is its last significant place (870,000:
+    ten thousands; 2.9 million: hundred thousands; 1.5: tenths): "about" holds the values
+    within half of it (its roundings), "at least" the values from it up to one more of it,
+    "at most" from one less of it up to it; no hedge, the value itself.
+
+    >>> [near_value("870000", v, "about") for v in ("870321", "874999", "876000", "870000")]
+    [True, True, False, True]
+    >>> near_value("500000", "522250", "at least"), near_value("500000", "622250", "at least")
+    (True, False)
+    >>> near_value("522251", "522252", "about"), near_value("870000", "870321", "")
+    (False, False)
+    """
+    if not (_PLAIN_NUMBER.fullmatch(value) and _PLAIN_NUMBER.fullmatch(held)):
+        return value == held
+    answer, source = Decimal(value), Decimal(held)
+    digits = value.lstrip("-")
+    if "." in digits:
+        place = Decimal(1).scaleb(-len(digits.partition(".")[2]))
+    else:
+        zeros = len(digits) - len(digits.rstrip("0"))
+        place = Decimal(1).scaleb(zeros) if digits.strip("0") else Decimal(1)
+    if hedge == "about":
+        return 2 * abs(source - answer) <= place
+    if hedge == "at least":
+        return answer <= source < answer + place
+    if hedge == "at most":
+        return answer - place < source <= answer
+    return source == answer
 
 
 def cardinal_values(text: str) -> frozenset[str]:
@@ -266,6 +359,9 @@ class KeywordFacts:
     # A rank's dimension, the superlative it ranks by ("largest" in "the largest" and in
     # "second-largest"), as light stems: rank 1 by age is not rank 1 by size.
     dimensions: frozenset[str] = frozenset()
+    # How the answer qualifies a count (:func:`number_hedge`): "" (exact), "about", "at
+    # least" or "at most". A hedged count is also held by the values it rounds or bounds.
+    hedge: str = ""
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -274,8 +370,9 @@ class KeywordFacts:
         object.__setattr__(self, "word_stems", tuple(light_stem(w) for w in self.words))
 
 
-def keyword_facts(text: str, kind: str) -> KeywordFacts:
-    """What holding the keyword ``text`` of ``kind`` requires.
+def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
+    """What holding the keyword ``text`` of ``kind`` requires; ``hedge`` (:func:`number_hedge`)
+    qualifies a count ("about 870,000"), and is ignored for anything else.
 
     >>> k = keyword_facts("2,580 kilometres", "number"); sorted(k.numbers)
     ['2580']
@@ -296,17 +393,21 @@ def keyword_facts(text: str, kind: str) -> KeywordFacts:
     dimensions = frozenset(
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
     ) if kind == "number" else frozenset()
-    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions)
+    hedge = hedge if cardinals and all(_PLAIN_NUMBER.fullmatch(v) for v in cardinals) else ""
+    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
-        return (
+        exact = (
             k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.dimensions <= f.stems
             and k.months <= f.months and _dates_agree(k, f)
         )
+        if exact or not k.hedge:
+            return exact
+        return k.dimensions <= f.stems and all(any(near_value(n, v, k.hedge) for v in f.cardinals) for n in k.cardinals)
     if k.kind == "name":
         if not k.words:
             return False
@@ -460,8 +561,13 @@ def holding_masks(
     lasts = [_key("w", k.words[-1]) if k.kind == "name" and len(k.words) > 1 else None for k in kfacts]
     wanted = [key for need in needs for alternative in need for group in alternative for key in group]
     table = FactTable.of(facts, wanted + [key for key in lasts if key is not None])
+    with_counts = None
     for r, k in enumerate(kfacts):
         maybe = np.zeros(n, dtype=bool)
+        if k.hedge:  # the values it rounds or bounds have no key: every sentence with a count
+            if with_counts is None:
+                with_counts = np.array([bool(f.cardinals) for f in facts], dtype=bool)
+            maybe |= with_counts
         for alternative in needs[r]:
             meets = np.ones(n, dtype=bool)
             for group in alternative:
@@ -554,7 +660,10 @@ def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts)
     """
     if k.kind == "number" and (k.cardinals or k.numbers):
         if k.cardinals:
-            return bool(f.counts - answer.counts)
+            other = f.counts - answer.counts
+            if k.hedge:  # the values it rounds or bounds are its own
+                other = {v for v in other if not any(near_value(n, v, k.hedge) for n in k.cardinals)}
+            return bool(other)
         return bool(f.ranks - answer.ranks)
     if k.kind == "date":
         return bool(f.dates - answer.dates) or bool(k.months and (f.months - answer.months))
@@ -733,10 +842,11 @@ def _unless_context_disagrees(
     return "supported", held, -1
 
 
-def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | None:
+def locate_keyword(text: str, kind: str, sentence: str, hedge: str = "") -> tuple[int, int] | None:
     """Where ``sentence`` holds the keyword: its text (case-insensitive, whole words), else
-    its value (a number written another way), else the run from the first to the last of
-    its words (a name), else a word of the same stem. None when it holds none of these.
+    its value (a number written another way, or one it rounds or bounds under ``hedge``:
+    :func:`near_value`), else the run from the first to the last of its words (a name),
+    else a word of the same stem. None when it holds none of these.
 
     >>> s = "The Danube is 2,850 kilometres long; the Danube rises in Germany."
     >>> [s[a:b] for a, b in [locate_keyword("danube", "name", s), locate_keyword("2850 km", "number", s)]]
@@ -756,7 +866,7 @@ def locate_keyword(text: str, kind: str, sentence: str) -> tuple[int, int] | Non
     if kind in ("number", "date"):
         wanted = {v for _, _, v in all_values(text)}
         for a, b, v in all_values(sentence):
-            if v in wanted:
+            if v in wanted or (hedge and any(near_value(w, v, hedge) for w in wanted)):
                 return a, b
     words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(sentence)]
     if kind == "name":
