@@ -14,12 +14,12 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     light_stem,
-    number_hedge,
     sentence_facts,
     sentence_verdict,
     states_other_value,
 )
 from tokenshapley_rag._types import SentenceVerdict
+from tokenshapley_rag._values import number_hedge
 
 SENTENCES = [
     ("danube", "The Danube is the second-longest river in Europe, with a length of 2,850 kilometres."),
@@ -35,6 +35,11 @@ SENTENCE_SOURCE = np.array([SOURCE_INDEX[s] for s, _ in SENTENCES])
 
 def held(text, kind):
     return holding_mask(keyword_facts(text, kind), FACTS, SENTENCE_SOURCE).tolist()
+
+
+def held_in(sentence, keyword, kind="number", hedge=""):
+    """Whether the one sentence holds the keyword (the match rule)."""
+    return bool(holding_mask(keyword_facts(keyword, kind, hedge), [sentence_facts(sentence)], np.array([0]))[0])
 
 
 @pytest.mark.parametrize(
@@ -83,10 +88,17 @@ def test_holding_follows_the_match_rule(text, kind, expected):
         ("March 1889", "The tower opened in 1889 after 26 months, in March.", True),
         ("2018", "The program ran from September 29, 2017 to February 2, 2018.", True),
         ("May 1990", "It opened in May 1991 and closed in 1990.", False),
+        # an ISO date is a day, a month and a year like any other
+        ("1889-03-31", "Construction was completed on 31 March 1889.", True),
+        ("31 March 1889", "Construction was completed on 1889-03-31.", True),
+        ("March 1889", "Construction was completed on 1889-03-31.", True),
+        ("1889-03-30", "Construction was completed on 31 March 1889.", False),
+        ("1889-04-31", "Construction was completed on 31 March 1889.", False),
+        ("1887-1889", "It was built from 1887 to 1889.", True),  # a range of years stays one
     ],
 )
 def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
-    assert holding_mask(keyword_facts(date, "date"), [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+    assert held_in(sentence, date, "date") == expected
 
 
 @pytest.mark.parametrize(
@@ -112,8 +124,7 @@ def test_a_date_is_held_by_a_date_written_whole(date, sentence, expected):
     ],
 )
 def test_a_count_needs_a_count(keyword, sentence, expected):
-    facts = keyword_facts(keyword, "number")
-    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+    assert held_in(sentence, keyword) == expected
 
 
 @pytest.mark.parametrize(
@@ -130,8 +141,7 @@ def test_a_count_needs_a_count(keyword, sentence, expected):
     ],
 )
 def test_a_scale_word_is_part_of_the_value(keyword, sentence, expected):
-    facts = keyword_facts(keyword, "number")
-    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+    assert held_in(sentence, keyword) == expected
 
 
 @pytest.mark.parametrize(
@@ -158,9 +168,7 @@ def test_a_scale_word_is_part_of_the_value(keyword, sentence, expected):
     ],
 )
 def test_a_hedged_count_holds_its_roundings(answer, keyword, sentence, expected):
-    hedge = number_hedge(answer, answer.index(keyword))
-    facts = keyword_facts(keyword, "number", hedge)
-    assert holding_mask(facts, [sentence_facts(sentence)], np.array([0])).tolist() == [expected]
+    assert held_in(sentence, keyword, hedge=number_hedge(answer, answer.index(keyword))) == expected
 
 
 def test_a_hedged_count_is_not_contradicted_by_what_it_rounds():

@@ -29,7 +29,6 @@ from tokenshapley_rag._support import (
     keyword_status,
     locate_keyword,
     asked_facts,
-    number_hedge,
     sentence_facts,
     sentence_verdict,
 )
@@ -45,6 +44,7 @@ from tokenshapley_rag._types import (
     display_name,
     page_of,
 )
+from tokenshapley_rag._values import number_hedge
 
 __all__ = [
     "assemble_citations",

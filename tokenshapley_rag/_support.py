@@ -4,10 +4,11 @@ Pure functions over text and arrays (no model). A keyword is a unit of fact
 (:func:`~tokenshapley_rag._segment.find_keywords`); what it states is compared with a
 source sentence through normalised *facts*:
 
-* numbers by value (:func:`~tokenshapley_rag._segment.number_value`: "2,850" = "2850",
-  "-3,5" = "-3.5"), never by unit or neighbours ("2,580 kilometres" is not held by
-  "2,850 kilometres"); a count only by a count ("two" is not "second"), a rank with the
-  superlative it ranks by ("the largest" is rank 1, not held by "the oldest");
+* numbers by value (:mod:`~tokenshapley_rag._values`: "2,850" = "2850", "-3,5" = "-3.5",
+  "2.9 million" = "2,900,000"), never by unit or neighbours ("2,580 kilometres" is not held
+  by "2,850 kilometres"); a count only by a count ("two" is not "second"), a rank with the
+  superlative it ranks by ("the largest" is rank 1, not held by "the oldest"); a hedged
+  count also by what it rounds or bounds ("about 870,000" by 870,321);
 * dates by their numbers (day, year) and month (names and abbreviations folded to 1-12);
 * names by their words (case, accents and a possessive "'s" folded; joiners such as "of"
   ignored; a word also by its stem): a sentence holds a name when it holds all of its words,
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from decimal import Decimal
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,12 +37,20 @@ from tokenshapley_rag._segment import (
     _INVISIBLE,
     _NON_KEYWORDS,
     find_keywords,
-    is_ordinal,
     is_rank_superlative,
-    rank_superlative_spans,
     value_spans,
-    word_number_spans,
     word_pieces,
+)
+from tokenshapley_rag._values import (
+    MONTHS,
+    PLAIN_NUMBER,
+    is_year,
+    rank_values,
+    all_values,
+    cardinal_values,
+    near_value,
+    number_hedge,
+    spell_iso_dates,
 )
 
 __all__ = [
@@ -53,8 +61,6 @@ __all__ = [
     "holding_mask",
     "holding_masks",
     "light_stem",
-    "near_value",
-    "number_hedge",
     "STATUSES",
     "VERDICTS",
 ]
@@ -79,17 +85,6 @@ PREDICATE_AGREEMENT = 0.3
 # dev, docs/method.md §8).
 PREDICATE_MINIMUM = 0.2
 
-_MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
-            ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"),
-            ("oct", "october"), ("nov", "november"), ("dec", "december"),
-        ]
-    )
-    for m in names
-}
 _WORD = re.compile(r"\w+")
 _JOINERS = frozenset("of the de del della di da von van der den la le du bin al y and".split())
 
@@ -144,119 +139,6 @@ def light_stem(word: str) -> str:
     return w
 
 
-def all_values(text: str) -> list[tuple[int, int, str]]:
-    """The numbers of ``text`` in digits and in words, ``(start, end, value)`` in text order:
-    "2nd" and "second", "15" and "fifteen" are one value each, and a superlative that states
-    rank 1 ("the largest") is 1. A scale word after a number multiplies its value ("2.9
-    million" is 2900000, as "2,900,000" is, and not "2.9 billion"); the span stays the number's.
-
-    >>> [v for _, _, v in all_values("The second of 15 bridges, fifteen in all; the 2nd, the longest.")]
-    ['2', '15', '15', '2', '1']
-    >>> [v for _, _, v in all_values("2.9 million, 2,900,000, 2.9 billion, $4bn, two thousand, 1.5 km")]
-    ['2900000', '2900000', '2900000000', '4000000000', '2000', '1.5']
-    """
-    values = value_spans(text) + word_number_spans(text)
-    return sorted([(a, b, _scaled(text, b, v)) for a, b, v in values] + rank_superlative_spans(text))
-
-
-# Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand".
-_SCALES = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "bn": 9}
-_SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn)\b", re.IGNORECASE)
-_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def _scaled(text: str, end: int, value: str) -> str:
-    """``value``, the number of ``text`` ending at ``end``, times the scale word right after
-    it (:data:`_SCALES`), written as :func:`number_value` writes numbers."""
-    m = _SCALE_AFTER.match(text, end)
-    if m is None or not _PLAIN_NUMBER.fullmatch(value):
-        return value
-    return _plain(Decimal(value).scaleb(_SCALES[m.group(1).lower()]))
-
-
-def _plain(d: Decimal) -> str:
-    """A decimal as :func:`number_value` writes numbers: no exponent, no trailing zeros
-    after the point, no point for a whole number."""
-    out = format(d, "f")
-    if "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return "0" if out in ("-0", "") else out
-
-
-# Words before a count that make it approximate or a bound, and what they make it
-# (docs/method.md §8): "about 870,000" is held by 870,321, "more than 500,000" by 522,250.
-_HEDGES = sorted(
-    [(w, "about") for w in (
-        "about", "around", "approximately", "approx.", "approx", "roughly", "nearly", "almost", "circa", "ca.",
-        "some", "close to", "an estimated", "estimated", "~", "\u2248",
-    )]
-    + [(w, "at least") for w in ("over", "more than", "at least", "upwards of", "in excess of", "above", ">", "\u2265")]
-    + [(w, "at most") for w in ("under", "less than", "fewer than", "below", "at most", "up to", "<", "\u2264")],
-    key=lambda pair: -len(pair[0]),
-)
-
-
-def number_hedge(text: str, start: int) -> str:
-    """How the words right before the number at ``text[start:]`` qualify it: "about" (it is
-    rounded: "about 870,000", "roughly 3 million"), "at least" ("more than 500,000"), "at
-    most" ("fewer than 20"), or "" (exact). A currency sign between them is skipped.
-
-    >>> [number_hedge(t, t.index("8")) for t in ("about 870,000", "More than $8bn", "under 80", "it is 870")]
-    ['about', 'at least', 'at most', '']
-    """
-    before = text[max(0, start - 24) : start].casefold().rstrip(" \t\u00a0\u202f$\u20ac\u00a3\u00a5")
-    for phrase, hedge in _HEDGES:
-        if before.endswith(phrase) and (
-            not phrase[-1].isalnum() or len(before) == len(phrase) or not before[-len(phrase) - 1].isalnum()
-        ):
-            return hedge
-    return ""
-
-
-def near_value(value: str, held: str, hedge: str) -> bool:
-    """Whether a source's count ``held`` holds the answer's ``value`` under ``hedge``
-    (:func:`number_hedge`). The answer's precision is its last significant place (870,000:
-    ten thousands; 2.9 million: hundred thousands; 1.5: tenths): "about" holds the values
-    within half of it (its roundings), "at least" the values from it up to one more of it,
-    "at most" from one less of it up to it; no hedge, the value itself.
-
-    >>> [near_value("870000", v, "about") for v in ("870321", "874999", "876000", "870000")]
-    [True, True, False, True]
-    >>> near_value("500000", "522250", "at least"), near_value("500000", "622250", "at least")
-    (True, False)
-    >>> near_value("522251", "522252", "about"), near_value("870000", "870321", "")
-    (False, False)
-    """
-    if not (_PLAIN_NUMBER.fullmatch(value) and _PLAIN_NUMBER.fullmatch(held)):
-        return value == held
-    answer, source = Decimal(value), Decimal(held)
-    digits = value.lstrip("-")
-    if "." in digits:
-        place = Decimal(1).scaleb(-len(digits.partition(".")[2]))
-    else:
-        zeros = len(digits) - len(digits.rstrip("0"))
-        place = Decimal(1).scaleb(zeros) if digits.strip("0") else Decimal(1)
-    if hedge == "about":
-        return 2 * abs(source - answer) <= place
-    if hedge == "at least":
-        return answer <= source < answer + place
-    if hedge == "at most":
-        return answer - place < source <= answer
-    return source == answer
-
-
-def cardinal_values(text: str) -> frozenset[str]:
-    """The values of ``text``'s numbers written as counts, not ranks (:func:`is_ordinal`):
-    "two" is 2 and "second" is 2, but a count is not held by a rank.
-
-    >>> sorted(cardinal_values("two rivers, the 2nd and second-largest, 15 km, fifteen"))
-    ['15', '2']
-    >>> sorted(cardinal_values("the second-longest river, in the 21st century"))
-    []
-    """
-    return frozenset(v for a, b, v in all_values(text) if not is_ordinal(text, a, b))
-
-
 @dataclass(frozen=True, slots=True)
 class SentenceFacts:
     """What a sentence states, normalised for the match rule."""
@@ -295,13 +177,13 @@ def sentence_facts(text: str) -> SentenceFacts:
     >>> sorted(f.numbers), sorted(f.months), f.names
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
-    text = _INVISIBLE.sub("", text)
+    text = spell_iso_dates(_INVISIBLE.sub("", text))
     words = [_fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
     keywords = find_keywords(text)
     names = tuple(" ".join(_name_words(k.text)) for k in keywords if k.kind == "name" and _name_words(k.text))
     return SentenceFacts(
         numbers=frozenset(v for _, _, v in all_values(text)),
-        months=frozenset(_MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in _MONTHS and len(w) >= 3),
+        months=frozenset(MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in MONTHS and len(w) >= 3),
         words=frozenset(words),
         stems=frozenset(light_stem(w) for w in words),
         names=names,
@@ -309,18 +191,9 @@ def sentence_facts(text: str) -> SentenceFacts:
         year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
         cardinals=cardinal_values(text),
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
-        ranks=frozenset(v for k in keywords if k.kind == "number" for v in _rank_values(k.text)),
+        ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
     )
-
-
-def _rank_values(text: str) -> frozenset[str]:
-    """The values a number keyword states as ranks ("second-largest": 2; "largest", a
-    superlative :func:`~tokenshapley_rag._segment.find_keywords` cut from its "the": 1)."""
-    ranks = {v for a, b, v in all_values(text) if is_ordinal(text, a, b)}
-    if not ranks and is_rank_superlative(text.strip()):
-        ranks.add("1")
-    return frozenset(ranks)
 
 
 def _year_months(date: str) -> set[tuple[str | None, int]]:
@@ -330,8 +203,8 @@ def _year_months(date: str) -> set[tuple[str | None, int]]:
     >>> sorted(_year_months("September 29, 2017")), sorted(_year_months("January 17"))
     ([('2017', 9)], [(None, 1)])
     """
-    months = {_MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(date)) if w in _MONTHS and len(w) >= 3}
-    years = {v for _, _, v in value_spans(date) if _is_year(v)} or {None}
+    months = {MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(date)) if w in MONTHS and len(w) >= 3}
+    years = {v for _, _, v in value_spans(date) if is_year(v)} or {None}
     return {(y, m) for y in years for m in months}
 
 
@@ -380,11 +253,13 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     ('golden', 'gate', 'bridge')
     """
     text = _INVISIBLE.sub("", text)
+    if kind == "date":
+        text = spell_iso_dates(text)
     numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
     if kind == "number":
-        numbers |= _rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
+        numbers |= rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
     months = frozenset(
-        _MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in _MONTHS and len(w) >= 3
+        MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
     words = tuple(_name_words(text)) if kind == "name" else ()
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
@@ -393,7 +268,7 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     dimensions = frozenset(
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
     ) if kind == "number" else frozenset()
-    hedge = hedge if cardinals and all(_PLAIN_NUMBER.fullmatch(v) for v in cardinals) else ""
+    hedge = hedge if cardinals and all(PLAIN_NUMBER.fullmatch(v) for v in cardinals) else ""
     return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge)
 
 
@@ -421,11 +296,6 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     return bool(k.stems) and k.stems <= f.stems
 
 
-def _is_year(value: str) -> bool:
-    """Whether a number value reads as a year in a date (four digits)."""
-    return len(value) == 4 and value.isdigit()
-
-
 def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
     """Whether a date keyword's years and months are written together in the sentence:
     "September 29, 2018" is not held by "September 29, 2017 ... February 2, 2018", which has
@@ -435,7 +305,7 @@ def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
     """
     if k.kind != "date" or not k.months or not f.year_months:
         return True
-    years = {v for v in k.numbers if _is_year(v)}
+    years = {v for v in k.numbers if is_year(v)}
     if not years:
         return True
     for year in years:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._segment import STOPWORDS, find_keywords, spell_number, split_sentences, word_number_value
-from tokenshapley_rag._support import all_values
+from tokenshapley_rag._values import all_values
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._data import AttributionExample, GoldSpan, dataset_path, default_data_dir
 from tokenshapley_rag.benchmark._metrics import auroc
