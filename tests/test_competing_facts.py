@@ -199,6 +199,13 @@ ASKED_WRONG = [
     # question's spelling: the claim's subject, and Lyon's rank is not Toulouse's
     ("Tell me about Toulouse.", "Toulouse is the third-largest city in France.", "third-largest", "toulouse"),
     ("How many people live in Toulouse?", "Toulouse had a population of 522,250 in 2020.", "522,250", "toulouse"),
+    # a denial is not a fact: the subject's page denies what the answer affirms, or affirms
+    # what it denies
+    ("Did Lise Meitner win a Nobel Prize?", "Lise Meitner won a Nobel Prize.", "Nobel Prize", "meitner2"),
+    ("Did Lise Meitner win a Nobel Prize?", "Lise Meitner received a Nobel Prize.", "Nobel Prize", "meitner2"),
+    ("Where was Marie Curie born?", "Marie Curie was not born in Warsaw.", "Warsaw", "curie1"),
+    ("Is Marseille the oldest city in France?", "Marseille is not the oldest city in France.", "oldest",
+     "marseille2"),
 ]
 
 ASKED_CORRECT = [
@@ -213,6 +220,8 @@ ASKED_CORRECT = [
      "inhabitants."),
     ("Tell me about Toulouse.", "Toulouse is the fourth-largest city in France, with a population of 498,003 in "
      "2020."),
+    ("Did Lise Meitner win a Nobel Prize?", "Lise Meitner never received a Nobel Prize."),
+    ("Did Lise Meitner win a Nobel Prize?", "No, Lise Meitner did not receive a Nobel Prize."),
     # ", and" opens a second claim, about its own subject
     ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened to traffic in 1937, and the Brooklyn "
      "Bridge opened in 1883."),
@@ -240,6 +249,14 @@ def test_a_value_from_another_documents_claim_is_flagged(ask, question, answer, 
     assert cited.status == "supported" and cited.best.source_id in ASKED_SUBJECT[subject]
     verdict = next(v for v in res.sentences if v.start <= c.start < v.end)
     assert verdict.verdict in ("partly", "unsupported", "contradicted")
+
+
+def test_a_denial_no_source_holds_is_unsupported(ask):
+    # "not in 1944": no source denies it, none holds it; the clause before it stands
+    res = ask("Did Marie Curie win a Nobel Prize?", "Marie Curie won the Nobel Prize, but not in 1944.")
+    assert [(c.text, c.status) for c in res.citations] == [
+        ("Marie Curie", "supported"), ("won", "supported"), ("Nobel Prize", "supported"), ("1944", "unsupported"),
+    ]
 
 
 @pytest.mark.parametrize("question, answer", ASKED_CORRECT)

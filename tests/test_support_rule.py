@@ -4,12 +4,14 @@ import numpy as np
 import pytest
 
 from tokenshapley_rag import AttributionResult, KeywordCitation, SourceAttribution
+from tokenshapley_rag._negation import negation_scopes
 from tokenshapley_rag._result import TokenScores
 from tokenshapley_rag._segment import find_keywords, number_value
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
     PREDICATE_MINIMUM,
     PREDICATE_TOLERANCE,
+    denied_by,
     holding_mask,
     keyword_facts,
     keyword_status,
@@ -176,6 +178,32 @@ def test_a_hedged_count_is_not_contradicted_by_what_it_rounds():
     k = keyword_facts("870,000", "number", number_hedge(answer, answer.index("870,000")))
     assert not states_other_value(k, sentence_facts("It had 870,321 inhabitants."), sentence_facts(answer))
     assert states_other_value(k, sentence_facts("It had 522,250 inhabitants."), sentence_facts(answer))
+
+
+@pytest.mark.parametrize(
+    "sentence, denied",
+    [
+        ("She never received a Nobel Prize.", ["received a Nobel Prize"]),
+        ("She did not attend school, but studied physics at home.", ["attend school"]),
+        ("He hasn't won since 1990; he won in 1985.", ["won"]),
+        ("It is not only tall but old.", []),
+        ("No, it opened in 1889.", []),
+        ("It did not open until 1883.", ["open"]),
+        ("They would not file a petition given their experience.", ["file a petition"]),
+        ("It is not unusual for athletes to have a slow heart rate.", []),
+        ("There is no termination step and the end groups are reactive.", ["termination step"]),
+        ("Not every case of colic is avoidable.", []),
+        ("Rescuers should not delay a shock because of what they saw on TV.", []),
+    ],
+)
+def test_a_negation_denies_the_rest_of_its_clause(sentence, denied):
+    assert [sentence[a:b] for a, b in negation_scopes(sentence)] == denied
+
+
+def test_a_keyword_held_only_in_a_denial_is_denied_there():
+    assert denied_by(keyword_facts("1883", "date"), sentence_facts("It did not open in 1883."))
+    assert not denied_by(keyword_facts("1883", "date"), sentence_facts("It did not close, and opened in 1883."))
+    assert not denied_by(keyword_facts("Nobel Prize", "name"), sentence_facts("She won a Nobel Prize."))
 
 
 def test_number_values_are_normalised():

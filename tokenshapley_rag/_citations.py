@@ -4,6 +4,7 @@ arguments; the statuses follow the match rule on facts of ``_support``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from tokenshapley_rag._context_game import context_weight_rows, span_games
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
+from tokenshapley_rag._negation import negation_scopes
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
@@ -29,6 +31,7 @@ from tokenshapley_rag._support import (
     keyword_status,
     locate_keyword,
     asked_facts,
+    denied_by,
     sentence_facts,
     sentence_verdict,
 )
@@ -336,14 +339,27 @@ def keyword_statuses(
     kw_claim, subject, topic = claim_subjects(
         [kw for kw, _ in cited], kfacts, kw_sentence, group, answer_spans, response, query
     )
-    # What each claim states: a rival must state another value than its claim's own, not
-    # than its sentence's ("The Brooklyn Bridge opened in 1937 and the Golden Gate Bridge in
-    # 1883.": 1883 is not the first claim's, so the Brooklyn Bridge's "opened in 1883"
-    # states another date).
-    claim_facts = {
-        c: sentence_facts(response[a:b])
-        for c, (a, b) in enumerate(claim_spans([kw for kw, _ in cited], kw_claim, kw_sentence, answer_spans))
-    }
+    # What each claim states: a rival must state another number or date than its claim's
+    # own, not than its sentence's ("The Brooklyn Bridge opened in 1937 and the Golden Gate
+    # Bridge in 1883.": 1883 is not the first claim's, so the Brooklyn Bridge's "opened in
+    # 1883" states another date), and another name than its sentence's (a claim cut from a
+    # list, "a satire of British monarchy and Imperialism, and its main idea is ...", is still
+    # about the sentence's "Gulliver's Travels").
+    said = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
+    claim_facts = {}
+    for c, (a, b) in enumerate(claim_spans([kw for kw, _ in cited], kw_claim, kw_sentence, answer_spans)):
+        sentence = said[kw_sentence[kw_claim.index(c)]]
+        claim_facts[c] = dataclasses.replace(sentence_facts(response[a:b]), words=sentence.words, names=sentence.names)
+    # Denials (docs/method.md §8): a number, date or name in a negation's scope ("Lise
+    # Meitner never received a Nobel Prize."), and the sentences that hold one only in a
+    # denial. Words are left to the steps below: a common word in a denied clause ("it is
+    # not the fracking process itself that causes them") is rarely what the clause denies.
+    scopes = negation_scopes(response)
+    denied_kw = [kw.kind in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
+    denying = np.zeros_like(held)
+    for r in range(n_kw):
+        holders = np.flatnonzero(held[r])
+        denying[r, holders] = [denied_by(kfacts[r], facts[j]) for j in holders.tolist()]
     # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
     # Lyon") answers the question: the question states its predicate.
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
@@ -394,8 +410,27 @@ def keyword_statuses(
             subject_sources = documents_holding_most(held_by_document[
                 [o for o in range(n_kw) if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS]
             ])
+        in_anchor = np.ones(n_sent, dtype=bool) if subject_sources is None else subject_sources[sentence_document]
+        affirmed_by = held[r] & ~denying[r]
+        if cited[r][0].kind not in VALUE_KINDS:
+            # A word is cited by the sentences that affirm it, when some do.
+            affirmed_by = affirmed_by if affirmed_by.any() else held[r]
+        elif denied_kw[r] or (held[r].any() and not (affirmed_by & in_anchor).any() and (
+            (held[r] & in_anchor).any() or not affirmed_by.any()
+        )):
+            # A value the answer denies is decided here, and so is one it affirms that the
+            # anchor holds only in denials (the subject's own page denies it) or every
+            # holder does.
+            status, ok, rival = _denial_status(
+                r, denied_kw, denying, held, in_anchor, predicate[r],
+                [o for o in range(n_kw) if kw_claim[o] == kw_claim[r] and denied_kw[o]],
+            )
+            statuses.append(status)
+            allowed[r] = ok
+            rivals.append(rival)
+            continue
         status, ok, rival = keyword_status(
-            kfacts[r], held[r], subject_sources, predicate[r], sentence_document, facts,
+            kfacts[r], affirmed_by, subject_sources, predicate[r], sentence_document, facts,
             claim_facts[kw_claim[r]],
             1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
             None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
@@ -406,6 +441,39 @@ def keyword_statuses(
         allowed[r] = ok
         rivals.append(rival)
     return statuses, allowed, rivals
+
+
+def _denial_status(
+    r: int, denied_kw: Sequence[bool], denying: np.ndarray, held: np.ndarray, in_anchor: np.ndarray,
+    predicate: np.ndarray, claim_denials: Sequence[int],
+) -> tuple[str, np.ndarray, int]:
+    """The status, citable sentences and conflict of value keyword ``r`` (a number, date or
+    name) when a negation decides it (docs/method.md §8, "Denials"): one the answer denies is
+    supported by an anchor sentence that denies it too, contradicted by one that affirms all
+    its claim denies (``claim_denials``), else supported where it is held (no rival judges
+    it) and unsupported where not; one the answer affirms that the anchor holds only in denials (or that every
+    holder denies) is contradicted by the anchor's denying sentence that states the
+    predicate best, else unsupported (another document's denial is not the claim's)."""
+    none = np.zeros_like(held[r])
+    if denied_kw[r]:
+        ok = denying[r] & in_anchor
+        if ok.any():
+            return "supported", ok, -1
+        against = in_anchor.copy()
+        for o in claim_denials:
+            against &= held[o] & ~denying[o]
+    else:
+        against = denying[r] & in_anchor
+    if against.any():
+        candidates = np.flatnonzero(against)
+        return "contradicted", none, int(candidates[np.argmax(predicate[candidates])])
+    if denied_kw[r]:
+        # No source denies it and none affirms the whole denial: held words stand as copied
+        # ("movements, not the dramatic movements seen in movies"), and no other value is a
+        # rival (a denied value is not a claim of that value).
+        ok = held[r] & in_anchor if (held[r] & in_anchor).any() else held[r]
+        return ("supported" if ok.any() else "unsupported"), ok, -1
+    return "unsupported", none, -1
 
 
 def documents_holding(held: np.ndarray, sentence_document: np.ndarray, n_documents: int) -> np.ndarray:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tokenshapley_rag._negation import negation_scopes
 from tokenshapley_rag._segment import (
     _CJK,
     _INVISIBLE,
@@ -161,6 +162,10 @@ class SentenceFacts:
     ranks: frozenset[str] = frozenset()
     # The number values of its date keywords: what it states as another date.
     dates: frozenset[str] = frozenset()
+    # The folded words, their light stems and the number values it denies (in a negation's
+    # scope, :func:`negation_scopes`): "She never received a Nobel Prize." denies "received"
+    # and "Nobel Prize".
+    denied: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -193,7 +198,37 @@ def sentence_facts(text: str) -> SentenceFacts:
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
+        denied=_denied(text),
     )
+
+
+def _denied(text: str) -> frozenset[str]:
+    """The facts ``text`` states inside negation scopes: folded words, light stems, values."""
+    out: set[str] = set()
+    for a, b in negation_scopes(text):
+        part = text[a:b]
+        words = [_fold(w) for w in word_pieces(part)]
+        out.update(words)
+        out.update(light_stem(w) for w in words)
+        out.update(v for _, _, v in all_values(part))
+    return frozenset(out)
+
+
+def denied_by(k: KeywordFacts, f: SentenceFacts) -> bool:
+    """Whether sentence ``f`` holds keyword ``k`` inside a negation ("Nobel Prize" in "She
+    never received a Nobel Prize."): every fact ``k`` is looked up by is in a denied span.
+
+    >>> k = keyword_facts("Nobel Prize", "name")
+    >>> denied_by(k, sentence_facts("She never received a Nobel Prize.")), denied_by(k, sentence_facts("She won a Nobel Prize."))
+    (True, False)
+    """
+    if k.kind in ("number", "date") and k.numbers:
+        parts = k.numbers
+    elif k.kind == "name":
+        parts = frozenset(k.words)
+    else:
+        parts = k.stems
+    return bool(parts) and parts <= f.denied
 
 
 def _year_months(date: str) -> set[tuple[str | None, int]]:
