@@ -357,8 +357,9 @@ def keyword_statuses(
     scopes = negation_scopes(response)
     denied_kw = [kw.kind in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
     denying = np.zeros_like(held)
-    for r in range(n_kw):
-        holders = np.flatnonzero(held[r])
+    with_denials = np.fromiter((bool(f.denied) for f in facts), dtype=bool, count=n_sent)
+    for r, row in enumerate(held & with_denials):  # most sentences deny nothing
+        holders = np.flatnonzero(row)
         denying[r, holders] = [denied_by(kfacts[r], facts[j]) for j in holders.tolist()]
     # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
     # Lyon") answers the question: the question states its predicate.
