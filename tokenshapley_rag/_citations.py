@@ -287,21 +287,22 @@ def keyword_statuses(
     query: str = "",
     question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
-    """Each keyword's status, the sentences it may be cited by, and its conflicting
-    sentence (-1: none): :func:`keyword_status` with the predicate game's values.
-    ``retyped``: the keywords that open their sentence and are names only because a
-    source or the question spells them as one (no context agreement check for them).
-    ``answer_clause``: each answer token's clause (sentences cut at semicolons; default:
-    its sentence), the span of the predicate game. ``sentence_document``: each sentence's
-    document (chunks of one document are one source here: the anchor and the holding
-    sources are documents). ``context_scale``: that of the predicate game (as in :class:`TokenShapley`).
-    ``query``: the user's question. Each keyword is judged within its claim
-    (:func:`claim_subjects`); a claim's subject that the question names is its topic:
-    supported when held, and the claim's values are judged with ``topic=True``
-    (:func:`keyword_status`). ``question_predicate``: called once, when some answer
-    sentence says nothing but numbers, dates and names (a bare answer, "Wilhelm Conrad
-    Röntgen"), it gives the question's game (each sentence's value summed over the
-    question's tokens) and its total weight: the question is that sentence's predicate."""
+    """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
+    (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
+    keywords that open their sentence and are names only because a source or the question
+    spells them as one (no context agreement check for them). ``answer_clause``: each answer
+    token's clause (sentences cut at semicolons; default: its sentence), the span of the
+    predicate game. ``sentence_document``: each sentence's document (chunks of one document
+    are one source here: the anchor and the holding sources are documents).
+    ``context_scale``: that of the predicate game (as in :class:`TokenShapley`). ``query``:
+    the user's question. Each keyword is judged within its claim (:func:`claim_subjects`); a
+    claim's subject that the question names is its topic: supported when held, and the
+    claim's values are judged with ``topic=True`` (:func:`keyword_status`). A number, date
+    or name the answer denies, or that the anchor holds only in denials, is judged by
+    :func:`_denial_status`. ``question_predicate``: called once, when some answer sentence says nothing but numbers,
+    dates and names (a bare answer, "Wilhelm Conrad Röntgen"), it gives the question's game
+    (each sentence's value summed over the question's tokens) and its total weight: the
+    question is that sentence's predicate."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -347,9 +348,13 @@ def keyword_statuses(
     # about the sentence's "Gulliver's Travels").
     said = {i: sentence_facts(response[a:b]) for i, (a, b) in enumerate(answer_spans)}
     claim_facts = {}
-    for c, (a, b) in enumerate(claim_spans([kw for kw, _ in cited], kw_claim, kw_sentence, answer_spans)):
-        sentence = said[kw_sentence[kw_claim.index(c)]]
-        claim_facts[c] = dataclasses.replace(sentence_facts(response[a:b]), words=sentence.words, names=sentence.names)
+    for c, span in enumerate(claim_spans([kw for kw, _ in cited], kw_claim, kw_sentence, answer_spans)):
+        i = kw_sentence[kw_claim.index(c)]
+        if span == answer_spans[i]:  # the claim is its whole sentence
+            claim_facts[c] = said[i]
+        else:
+            own = sentence_facts(response[span[0] : span[1]])
+            claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
     # Denials (docs/method.md §8): a number, date or name in a negation's scope ("Lise
     # Meitner never received a Nobel Prize."), and the sentences that hold one only in a
     # denial. Words are left to the steps below: a common word in a denied clause ("it is
@@ -357,10 +362,10 @@ def keyword_statuses(
     scopes = negation_scopes(response)
     denied_kw = [kw.kind in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
     denying = np.zeros_like(held)
-    with_denials = np.fromiter((bool(f.denied) for f in facts), dtype=bool, count=n_sent)
-    for r, row in enumerate(held & with_denials):  # most sentences deny nothing
-        holders = np.flatnonzero(row)
-        denying[r, holders] = [denied_by(kfacts[r], facts[j]) for j in holders.tolist()]
+    holding = np.flatnonzero(held.any(axis=0))
+    denies = holding[[bool(facts[j].denied) for j in holding.tolist()]]  # most sentences deny nothing
+    for r, j in zip(*np.nonzero(held[:, denies])):
+        denying[r, denies[j]] = denied_by(kfacts[r], facts[denies[j]])
     # An answer sentence that says nothing but values ("Wilhelm Conrad Röntgen", "Paris and
     # Lyon") answers the question: the question states its predicate.
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
@@ -452,9 +457,10 @@ def _denial_status(
     name) when a negation decides it (docs/method.md §8, "Denials"): one the answer denies is
     supported by an anchor sentence that denies it too, contradicted by one that affirms all
     its claim denies (``claim_denials``), else supported where it is held (no rival judges
-    it) and unsupported where not; one the answer affirms that the anchor holds only in denials (or that every
-    holder denies) is contradicted by the anchor's denying sentence that states the
-    predicate best, else unsupported (another document's denial is not the claim's)."""
+    it) and unsupported where not; one the answer affirms that the anchor holds only in
+    denials (or that every holder denies) is contradicted by the anchor's denying sentence
+    that states the predicate best, else unsupported (another document's denial is not the
+    claim's)."""
     none = np.zeros_like(held[r])
     if denied_kw[r]:
         ok = denying[r] & in_anchor
@@ -469,9 +475,9 @@ def _denial_status(
         candidates = np.flatnonzero(against)
         return "contradicted", none, int(candidates[np.argmax(predicate[candidates])])
     if denied_kw[r]:
-        # No source denies it and none affirms the whole denial: held words stand as copied
-        # ("movements, not the dramatic movements seen in movies"), and no other value is a
-        # rival (a denied value is not a claim of that value).
+        # No source denies it and none affirms the whole denial: a held value stands as
+        # copied ("a slight shrug, not the jolt seen on TV"), and no other value is a rival
+        # (a denied value is not a claim of that value).
         ok = held[r] & in_anchor if (held[r] & in_anchor).any() else held[r]
         return ("supported" if ok.any() else "unsupported"), ok, -1
     return "unsupported", none, -1
