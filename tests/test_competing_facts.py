@@ -251,12 +251,16 @@ def test_a_value_from_another_documents_claim_is_flagged(ask, question, answer, 
     assert verdict.verdict in ("partly", "unsupported", "contradicted")
 
 
-def test_a_denial_no_source_holds_is_unsupported(ask):
+def test_a_denial_no_source_of_the_subject_holds_is_unsupported(ask):
     # "not in 1944": no source denies it, none holds it; the clause before it stands
     res = ask("Did Marie Curie win a Nobel Prize?", "Marie Curie won the Nobel Prize, but not in 1944.")
     assert [(c.text, c.status) for c in res.citations] == [
         ("Marie Curie", "supported"), ("won", "supported"), ("Nobel Prize", "supported"), ("1944", "unsupported"),
     ]
+    # Vienna is Lise Meitner's birthplace: her page neither denies nor supports the denial,
+    # and no rival "born in Warsaw" contradicts it (a denied value is not claimed)
+    vienna = _cite(ask("Where was Marie Curie born?", "Marie Curie was not born in Vienna."), "Vienna")
+    assert vienna.status == "unsupported" and vienna.conflict is None and vienna.sources == ()
 
 
 @pytest.mark.parametrize("question, answer", ASKED_CORRECT)

@@ -456,8 +456,8 @@ def _denial_status(
     """The status, citable sentences and conflict of value keyword ``r`` (a number, date or
     name) when a negation decides it (docs/method.md §8, "Denials"): one the answer denies is
     supported by an anchor sentence that denies it too, contradicted by one that affirms all
-    its claim denies (``claim_denials``), else supported where it is held (no rival judges
-    it) and unsupported where not; one the answer affirms that the anchor holds only in
+    its claim denies (``claim_denials``), else supported where the anchor holds it (no
+    rival judges it) and unsupported where not; one the answer affirms that the anchor holds only in
     denials (or that every holder denies) is contradicted by the anchor's denying sentence
     that states the predicate best, else unsupported (another document's denial is not the
     claim's)."""
@@ -475,10 +475,11 @@ def _denial_status(
         candidates = np.flatnonzero(against)
         return "contradicted", none, int(candidates[np.argmax(predicate[candidates])])
     if denied_kw[r]:
-        # No source denies it and none affirms the whole denial: a held value stands as
-        # copied ("a slight shrug, not the jolt seen on TV"), and no other value is a rival
-        # (a denied value is not a claim of that value).
-        ok = held[r] & in_anchor if (held[r] & in_anchor).any() else held[r]
+        # No source denies it and none affirms the whole denial: a value the anchor holds
+        # stands as copied ("a slight shrug, not the jolt seen on TV"), and no other value is
+        # a rival (a denied value is not a claim of that value). Another subject's page is
+        # no support ("Marie Curie was not born in Vienna.": Vienna is Lise Meitner's).
+        ok = held[r] & in_anchor
         return ("supported" if ok.any() else "unsupported"), ok, -1
     return "unsupported", none, -1
 
