@@ -15,6 +15,7 @@ from decimal import Decimal
 from tokenshapley_rag._segment import (
     is_ordinal,
     is_rank_superlative,
+    number_value,
     rank_superlative_spans,
     value_spans,
     word_number_spans,
@@ -89,16 +90,7 @@ def _scaled(text: str, end: int, value: str) -> str:
     m = _SCALE_AFTER.match(text, end)
     if m is None or not PLAIN_NUMBER.fullmatch(value):
         return value
-    return _plain(Decimal(value).scaleb(_SCALES[m.group(1).lower()]))
-
-
-def _plain(d: Decimal) -> str:
-    """A decimal as :func:`number_value` writes numbers: no exponent, no trailing zeros
-    after the point, no point for a whole number."""
-    out = format(d, "f")
-    if "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return "0" if out in ("-0", "") else out
+    return number_value(format(Decimal(value).scaleb(_SCALES[m.group(1).lower()]), "f"))
 
 
 # Words before a count that make it approximate or a bound, and what they make it
