@@ -259,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold-peak", type=int, default=None, help="context tokens: run the cold/peak-memory "
                     "measurement alone (one fresh process per size) and print it as JSON")
     args = ap.parse_args(argv)
+    if not args.data:
+        ap.error("no data folder: give --data PATH (the folder holding the sets' folders, e.g. ../shared/data) "
+                 "or set TOKENSHAPLEY_DATA")
     if args.cold_peak:
         print("COLD_PEAK " + json.dumps(cold_peak(args)), flush=True)
         return 0

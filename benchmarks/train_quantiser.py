@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out", default=None, help="default: tokenshapley_rag/data/quantisers/<cache key>.npz")
     args = ap.parse_args(argv)
+    if not args.data:
+        ap.error("no data folder: give --data PATH (the folder holding the sets' folders, e.g. ../shared/data) "
+                 "or set TOKENSHAPLEY_DATA")
 
     import faiss
 

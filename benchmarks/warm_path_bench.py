@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         compare([json.loads(Path(p).read_text()) for p in args.compare])
         return 0
+    if not args.data:
+        ap.error("no data folder: give --data PATH (the folder holding the sets' folders, e.g. ../shared/data) "
+                 "or set TOKENSHAPLEY_DATA")
     if args.threshold is None:
         from tokenshapley_rag._defaults import DEFAULT_APPROXIMATE_ABOVE
 

@@ -21,7 +21,7 @@ from tokenshapley_rag._support import (
     states_other_value,
 )
 from tokenshapley_rag._types import SentenceVerdict
-from tokenshapley_rag._values import number_hedge
+from tokenshapley_rag._values import number_hedge, range_hedges
 
 SENTENCES = [
     ("danube", "The Danube is the second-longest river in Europe, with a length of 2,850 kilometres."),
@@ -144,6 +144,89 @@ def test_a_count_needs_a_count(keyword, sentence, expected):
 )
 def test_a_scale_word_is_part_of_the_value(keyword, sentence, expected):
     assert held_in(sentence, keyword) == expected
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, sentence, expected",
+    [
+        # abbreviated scales are one keyword with their number, and multiply it
+        ("Revenue was $4.2bn in 2023.", "$4.2bn", "Acme reported revenue of $4.2 billion.", True),
+        ("Revenue was $4.2 bn in 2023.", "$4.2 bn", "Acme reported revenue of $4.2 billion.", True),
+        ("Revenue was $4.2bn in 2023.", "$4.2bn", "Acme reported revenue of $4.2 million.", False),
+        ("The deal was worth $500M.", "$500M", "The deal was worth $500 million.", True),
+        ("It has 3.5B users.", "3.5B", "It has 3.5 billion users.", True),
+        ("About 50k runners came.", "50k", "50,000 runners took part.", True),
+        ("Its debt is $1.2tn.", "$1.2tn", "Its debt reached 1.2 trillion dollars.", True),
+        ("A €12.5m deal.", "€12.5m", "The deal was worth €12.5 million.", True),
+        # a lowercase m after no currency is metres
+        ("The mast is 12.5m tall.", "12.5m", "The deal was worth €12.5 million.", False),
+    ],
+)
+def test_an_abbreviated_scale_is_part_of_the_value(answer, keyword, sentence, expected):
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [keyword]
+    assert held_in(sentence, keyword) == expected
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, sentence, expected",
+    [
+        # a measurement is held in another unit when it rounds the converted value
+        ("It is 1,083 feet tall.", "1,083 feet", "The Eiffel Tower is 330 metres tall.", True),
+        ("It is 1,083 ft tall.", "1,083 ft", "The Eiffel Tower is 330 metres tall.", True),
+        ("It is 0.33 km tall.", "0.33 km", "The Eiffel Tower is 330 metres tall.", True),
+        ("It is 1,000 feet tall.", "1,000 feet", "The Eiffel Tower is 330 metres tall.", False),
+        ("It is 1,100 feet tall.", "1,100 feet", "The Eiffel Tower is 330 metres tall.", False),
+        ("It is about 1,100 feet tall.", "1,100 feet", "The Eiffel Tower is 330 metres tall.", True),
+        ("It is a 330-metre tower.", "330-metre", "The Eiffel Tower is 1,083 ft tall.", True),
+        ("It is 1,771 miles long.", "1,771 miles", "The Danube is 2,850 kilometres long.", True),
+        ("Rain totalled 31.2 cm.", "31.2 cm", "Rainfall in 2022 totalled 312 mm.", True),
+        ("It weighs 22,300 pounds.", "22,300 pounds", "It weighs about 10,100 kg.", False),
+        ("It weighs 22,267 lb.", "22,267 lb", "It weighs 10,100 kg.", True),
+        ("It reached 112.3 °F.", "112.3 °F", "The temperature reached 44.6 °C.", True),
+        ("It reached 112 degrees Fahrenheit.", "112 degrees Fahrenheit", "It reached 44.6 °C.", True),
+        ("It reached 113 °F.", "113 °F", "The temperature reached 44.6 °C.", False),
+        ("It reached 44.6 °C.", "44.6 °C", "It reached 112.3 °F.", True),
+        ("It runs at 100 km/h.", "100 km/h", "Its top speed is 62 mph.", True),
+        # the same number in another unit of the dimension is another measurement
+        ("It is 2,850 miles long.", "2,850 miles", "The Danube is 2,850 kilometres long.", False),
+        ("It is 2,850 km long.", "2,850 km", "The Danube is 2,850 kilometres long.", True),
+        ("It is 2,850 km long.", "2,850 km", "It is 2,850 km (1,771 mi) long.", True),
+        # another dimension, or no unit in the source, is the plain value rule
+        ("It is 2,850 km long.", "2,850 km", "It has 2,850 bridges.", True),
+    ],
+)
+def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expected):
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [keyword]
+    assert held_in(sentence, keyword, hedge=number_hedge(answer, answer.index(keyword))) == expected
+
+
+@pytest.mark.parametrize(
+    "date, sentence, expected",
+    [
+        # a date in digits is the date it writes: dotted day first, slashed by its parts
+        ("14/07/2022", "On 14 July 2022 the temperature reached 44.6 °C.", True),
+        ("7/14/2022", "On 14 July 2022 the temperature reached 44.6 °C.", True),
+        ("31.03.1889", "It was completed on 31 March 1889.", True),
+        ("31 March 1889", "It was completed on 31.03.1889.", True),
+        ("30.03.1889", "It was completed on 31 March 1889.", False),
+        ("14/06/2022", "On 14 July 2022 the temperature reached 44.6 °C.", False),
+        # both parts could be the month: left as written, held only as written
+        ("03/04/2022", "It opened on 3 April 2022.", False),
+        ("03/04/2022", "It opened on 03/04/2022.", True),
+        # a decade or a century holds the dates within it
+        ("1880s", "It was completed on 31 March 1889.", True),
+        ("1870s", "It was completed on 31 March 1889.", False),
+        ("19th century", "It was completed on 31 March 1889.", True),
+        ("late 19th century", "It was completed in 1889.", True),
+        ("18th century", "It was completed on 31 March 1889.", False),
+        ("19th century", "It has 19 floors.", False),
+        ("19th century", "It was a 19th-century tower.", True),
+    ],
+)
+def test_a_date_in_digits_a_decade_and_a_century(date, sentence, expected):
+    kind = "date"
+    assert [(k.text, k.kind) for k in find_keywords(f"It was in the {date}.") if k.kind in ("date", "number")][-1][1] == kind
+    assert held_in(sentence, date.removeprefix("late "), kind) == expected
 
 
 @pytest.mark.parametrize(
@@ -448,6 +531,48 @@ def test_name_variants_hold_each_other():
 
 
 @pytest.mark.parametrize(
+    "name, sentence, expected",
+    [
+        # a title is not part of what a name says
+        ("Dr. Laura Chen", "Acme was founded in 1987 by Laura Chen.", True),
+        ("Laura Chen", "Acme was founded in 1987 by Dr. Laura Chen.", True),
+        ("Sir Isaac Newton", "Isaac Newton wrote the Principia.", True),
+        # a first name written as its initial, on either side
+        ("L. Chen", "Acme was founded in 1987 by Laura Chen.", True),
+        ("Laura Chen", "Acme was founded in 1987 by L. Chen.", True),
+        ("John F. Kennedy", "John Fitzgerald Kennedy was elected in 1960.", True),
+        ("M. Chen", "Acme was founded in 1987 by Laura Chen.", False),
+        ("L. Hale", "Acme was founded in 1987 by Laura Chen and Martin Hale.", False),
+        ("Dr. Martin Hale", "Acme was founded in 1987 by Laura Chen.", False),
+    ],
+)
+def test_titles_and_initials_in_names(name, sentence, expected):
+    assert held_in(sentence, name, "name") == expected
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, sentence, expected",
+    [
+        # two counts stating a range together are held by a value within it
+        ("It had between 2,000 and 3,000 staff.", "2,000", "It had 2,450 staff.", True),
+        ("It had between 2,000 and 3,000 staff.", "3,000", "It had 2,450 staff.", True),
+        ("It had between 2,000 and 3,000 staff.", "3,000", "It had 3,450 staff.", False),
+        # a spread's ends, or a change's, are facts of their own
+        ("Margins rose from 10% to 15%.", "15%", "Margins were 12.5 percent.", False),
+        ("Salaries range between $57,200 and $95,870.", "$95,870", "The median salary is $76,000.", False),
+        ("Revenue was between $4 billion and $4.5 billion.", "$4 billion", "Revenue was $4.2 billion.", True),
+        # no range: ends a thousandfold apart, or no opening word
+        ("It cost between 2 and 3 million.", "2", "It cost 2.5 million.", False),
+        ("It had 2,000 and 3,000 staff.", "2,000", "It had 2,450 staff.", False),
+    ],
+)
+def test_a_range_holds_the_values_within_it(answer, keyword, sentence, expected):
+    numbers = [(k.start, k.end) for k in find_keywords(answer) if k.kind == "number"]
+    hedge = range_hedges(answer, numbers).get(answer.index(keyword)) or number_hedge(answer, answer.index(keyword))
+    assert held_in(sentence, keyword, hedge=hedge) == expected
+
+
+@pytest.mark.parametrize(
     "word, sentence, expected",
     [
         ("Maine", "The main theme of the movie is a tune.", False),  # a vowel pair before -ne: no e dropped
@@ -460,3 +585,29 @@ def test_name_variants_hold_each_other():
 def test_a_final_e_is_dropped_only_where_english_drops_it(word, sentence, expected):
     facts = [sentence_facts(sentence)]
     assert holding_mask(keyword_facts(word, "word"), facts, np.zeros(1, dtype=int)).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    "answer, claims",
+    [
+        # a comparison's second term is a claim of its own
+        (
+            "Acme, with 14,300 employees, is smaller than Globex, which has 22,000.",
+            [("Acme", 0), ("14,300", 0), ("employees", 0), ("smaller", 0), ("Globex", 1), ("22,000", 1)],
+        ),
+        # ... whose list goes on in it; a number after "than" is no new claim
+        ("It is larger than Lille and Lens.", [("larger", 0), ("Lille", 1), ("Lens", 1)]),
+        ("Lyon is more than 2,000 years old.", [("Lyon", 0), ("2,000 years", 0), ("old", 0)]),
+    ],
+)
+def test_claims_of_a_sentence(answer, claims):
+    from tokenshapley_rag._citations import claim_subjects
+    from tokenshapley_rag._segment import split_sentences
+
+    kws = [k for k in find_keywords(answer) if k.citable]
+    spans = split_sentences(answer)
+    sentences = [next(i for i, (a, b) in enumerate(spans) if a <= k.start < b) for k in kws]
+    kw_claim, _, _ = claim_subjects(
+        kws, [keyword_facts(k.text, k.kind) for k in kws], sentences, list(range(len(kws))), spans, answer
+    )
+    assert [(k.text, c) for k, c in zip(kws, kw_claim)] == claims

@@ -47,7 +47,7 @@ from tokenshapley_rag._types import (
     display_name,
     page_of,
 )
-from tokenshapley_rag._values import number_hedge
+from tokenshapley_rag._values import number_hedge, range_hedges
 
 __all__ = [
     "assemble_citations",
@@ -117,8 +117,13 @@ def assemble_citations(
         cited = [
             (Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)
         ]
+        # A hedge qualifies a count ("about 870,000"); two counts may state a range together
+        # ("between $4 billion and $4.5 billion").
+        ranges = range_hedges(response, [(kw.start, kw.end) for kw, _ in cited if kw.kind == "number"])
         kfacts = [
-            keyword_facts(kw.text, kw.kind, number_hedge(response, kw.start) if kw.kind == "number" else "")
+            keyword_facts(
+                kw.text, kw.kind, (ranges.get(kw.start) or number_hedge(response, kw.start)) if kw.kind == "number" else ""
+            )
             for kw, _ in cited
         ]
         held = holding_masks(kfacts, facts, sentence_document)
@@ -519,7 +524,7 @@ def claim_subjects(
     subject is the question's topic (docs/method.md §8).
 
     A claim is an answer sentence, or its part after a clause break (";", "and", "but",
-    "while", "whereas" or ", or", not followed by a pronoun) that opens a new name, when the
+    "while", "whereas", "than" or ", or", not followed by a pronoun) that opens a new name, when the
     claim before it says something (has a keyword other than a name) and the name is not an
     item of a list with the value before it: "The Eiffel Tower is 330 metres tall and Big
     Ben was completed in 1859." makes two claims; "Lise Meitner and Otto Hahn discovered
@@ -609,8 +614,10 @@ def claim_spans(
 
 
 PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+# A comparison's second term is a claim of its own ("Acme, with 14,300 employees, is
+# smaller than Globex, which has 22,000.": 22,000 is Globex's).
 CLAUSE_BREAK = re.compile(
-    r";|(?:,\s*|\s+)(?:and|but|while|whereas)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
+    r";|(?:,\s*|\s+)(?:and|but|while|whereas|than)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
     re.IGNORECASE,
 )
 LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)

@@ -91,10 +91,14 @@ _ERA = r"(?:BC|BCE|AD|CE)(?!\w)"
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
 _CURRENCY = r"(?:[$€£¥₹]\s?|#)"
-_MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred)(?!\w))"
+# A scale word, or its abbreviation ("$4.2bn", "3 mln"); a capital K, M or B glued to the
+# digits ("$500M", "3.5B", "50k") is one too.
+_MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred|bn|tn|mn|mln|bln)(?!\w)|(?<=\d)[kKMB](?!\w))"
 _UNIT_WORD = (
-    r"(?:percent|per cent|km/h|kph|mph|km|kilomet(?:er|re)s?|m|cm|mm|nm|µm|μm|met(?:er|re)s?|miles?|feet|foot|ft|"
-    r"inch(?:es)?|yards?|acres?|hectares?|kg|g|mg|lbs?|pounds?|ounces?|oz|tons?|tonnes?|lit(?:er|re)s?|ml|mL|"
+    r"(?:percent|per cent|km/h|kph|mph|m/s|km²|m²|km2|m2|sq\s?(?:km|mi|m)|square\s+(?:kilomet(?:er|re)s|met(?:er|re)s|miles)|"
+    r"km|(?:kilo|centi|milli)?met(?:er|re)s?|m|cm|mm|nm|µm|μm|miles?|mi|feet|foot|ft|"
+    r"inch(?:es)?|yards?|yd|acres?|hectares?|ha|kg|g|mg|(?:kilo|milli)?gram(?:me)?s?|kilos?|lbs?|pounds?|ounces?|oz|"
+    r"tons?|tonnes?|(?:milli)?lit(?:er|re)s?|ml|mL|"
     r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
     r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
     r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?)"
@@ -111,11 +115,12 @@ _KEYWORD = re.compile(
     rf"|{_WEEKDAY}{_DAYS}\s+(?:of\s+)?{_MONTH}(?!\w),?\s+\d{{3,4}}(?!\d)"  # Saturday 20 May 1217; 12 and 27 August 2011
     rf"|{_MONTH}\s+\d{{4}}(?!\d)"  # June 2021
     r"|\d{4}-\d{2}-\d{2}(?!\d)"  # 2021-06-05
+    r"|\d{1,2}(?P<date_sep>[./])\d{1,2}(?P=date_sep)\d{4}(?!\d|[./]\d)"  # 31.03.1889, 14/07/2022
     rf"|{_WEEKDAY}{_MONTH}\s+{_DAY}(?![\d\w])"  # February 8
     rf"|{_WEEKDAY}{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)"  # 14 August
     r"|(?:[Ss]pring|[Ss]ummer|[Aa]utumn|[Ff]all|[Ww]inter)\s+\d{4}(?!\d)"  # spring 2022
     r"|(?:(?:early|mid|late)-)?(?:1\d|20)\d0['’]?s(?!\w)"  # 1960s, mid-1960s
-    rf"|\d{{1,2}}(?:st|nd|rd|th)\s+centur(?:y|ies)\s+{_ERA}|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
+    rf"|\d{{1,2}}(?:st|nd|rd|th)[\s-]+centur(?:y|ies)(?:\s+{_ERA})?(?!\w)|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
     rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
     r"))"
     r"|(?P<number>(?=[\d$€£¥₹#+\-\u2212])"

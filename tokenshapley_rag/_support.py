@@ -24,6 +24,7 @@ states the same predicate with another value, is *contradicted*, never supported
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 import zlib
@@ -45,12 +46,16 @@ from tokenshapley_rag._segment import (
 from tokenshapley_rag._values import (
     MONTHS,
     PLAIN_NUMBER,
+    Measure,
     all_values,
     cardinal_values,
     is_year,
+    measures,
     near_value,
     rank_values,
-    spell_iso_dates,
+    same_measure,
+    spell_numeric_dates,
+    year_range,
 )
 
 __all__ = [
@@ -165,6 +170,9 @@ class SentenceFacts:
     # scope, :func:`negation_scopes`): "She never received a Nobel Prize." denies "received"
     # and "Nobel Prize".
     denied: frozenset[str] = frozenset()
+    # Its measurements (:func:`~tokenshapley_rag._values.measures`): a number with a unit
+    # the match rule converts ("330 metres" holds "1,083 feet").
+    measures: frozenset[Measure] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -181,12 +189,13 @@ def sentence_facts(text: str) -> SentenceFacts:
     >>> sorted(f.numbers), sorted(f.months), f.names
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
-    text = spell_iso_dates(_INVISIBLE.sub("", text))
+    text = spell_numeric_dates(_INVISIBLE.sub("", text))
     words = [_fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
     keywords = find_keywords(text)
     names = tuple(" ".join(_name_words(k.text)) for k in keywords if k.kind == "name" and _name_words(k.text))
+    values = all_values(text)
     return SentenceFacts(
-        numbers=frozenset(v for _, _, v in all_values(text)),
+        numbers=frozenset(v for _, _, v in values),
         months=frozenset(MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in MONTHS and len(w) >= 3),
         words=frozenset(words),
         stems=frozenset(light_stem(w) for w in words),
@@ -198,6 +207,7 @@ def sentence_facts(text: str) -> SentenceFacts:
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
         denied=_denied(text),
+        measures=frozenset(m for _, _, m in measures(text, values=values)),
     )
 
 
@@ -246,8 +256,38 @@ _POSSESSIVE = re.compile(r"['\u2019]s\b")
 
 
 def _name_words(text: str) -> list[str]:
-    """A name's folded words without joiners or a possessive ("Gate Bridge's" -> gate, bridge)."""
-    return [f for f in (_fold(w) for w in _WORD.findall(_POSSESSIVE.sub("", text))) if f not in _JOINERS]
+    """A name's folded words without joiners, titles or a possessive ("Gate Bridge's" ->
+    gate, bridge; "Dr. Laura Chen" -> laura, chen)."""
+    words = [f for f in (_fold(w) for w in _WORD.findall(_POSSESSIVE.sub("", text))) if f not in _JOINERS]
+    return [w for w in words if w not in _TITLES] if len(words) > 1 else words
+
+
+# Titles before a person's name: not part of what the name says ("Dr. Laura Chen" is Laura Chen).
+_TITLES = frozenset("dr mr mrs ms mx prof sir dame rev".split())
+
+
+def _initials_agree(words: Sequence[str], name: Sequence[str]) -> bool:
+    """Whether a name's words and a source name's agree where one writes a word as its
+    initial ("L. Chen" and "Laura Chen", "John F. Kennedy" and "John Fitzgerald Kennedy"): in
+    order, each word equal or an initial of the other's, the last words equal.
+
+    >>> _initials_agree(["l", "chen"], ["laura", "chen"]), _initials_agree(["laura", "chen"], ["l", "chen"])
+    (True, True)
+    >>> _initials_agree(["m", "chen"], ["laura", "chen"]), _initials_agree(["l", "hale"], ["laura", "chen"])
+    (False, False)
+    """
+    if not words or not name or words[-1] != name[-1]:
+        return False
+    i = 0
+    for w in words:
+        while i < len(name) and not (
+            name[i] == w or (len(w) == 1 and name[i].startswith(w)) or (len(name[i]) == 1 and w.startswith(name[i]))
+        ):
+            i += 1
+        if i == len(name):
+            return False
+        i += 1
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +309,12 @@ class KeywordFacts:
     # How the answer qualifies a count (:func:`number_hedge`): "" (exact), "about", "at
     # least" or "at most". A hedged count is also held by the values it rounds or bounds.
     hedge: str = ""
+    # A number with a unit the match rule converts (:func:`~tokenshapley_rag._values.measures`,
+    # under ``hedge``): also held by a sentence measuring the same in another unit.
+    measure: Measure | None = None
+    # A decade's or a century's years, first and last (:func:`~tokenshapley_rag._values.year_range`):
+    # "the 1880s" is held by a sentence dating something 1889.
+    years: tuple[int, int] | None = None
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -288,7 +334,7 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     """
     text = _INVISIBLE.sub("", text)
     if kind == "date":
-        text = spell_iso_dates(text)
+        text = spell_numeric_dates(text)
     numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
     if kind == "number":
         numbers |= rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
@@ -303,19 +349,35 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
     ) if kind == "number" else frozenset()
     hedge = hedge if cardinals and all(PLAIN_NUMBER.fullmatch(v) for v in cardinals) else ""
-    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge)
+    measured = measures(text, hedge) if kind == "number" and len(numbers) == 1 else []
+    measure = measured[0][2] if len(measured) == 1 else None
+    years = year_range(text) if kind == "date" else None
+    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years)
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
+        if k.years is not None:  # a decade or a century: the same one, or a date within it
+            return k.numbers <= f.dates or any(is_year(v) and k.years[0] <= int(v) <= k.years[1] for v in f.dates)
         exact = (
             k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.dimensions <= f.stems
             and k.months <= f.months and _dates_agree(k, f)
         )
-        if exact or not k.hedge:
-            return exact
+        if k.measure is not None:
+            # The same measurement in another unit ("1,083 feet" in "330 metres tall"); the
+            # same number in another unit is another measurement ("2,850 miles" is not
+            # held by "2,850 kilometres").
+            measured = [m for m in f.measures if m[0] == k.measure[0]]
+            if any(same_measure(k.measure, m) for m in measured):
+                return True
+            if exact and measured and not any(_same_unit_and_value(k.measure, m) for m in measured):
+                return False
+        if exact:
+            return True
+        if not k.hedge:
+            return False
         return k.dimensions <= f.stems and all(
             any(near_value(n, v, k.hedge) for v in f.cardinals) for n in k.cardinals
         )
@@ -325,11 +387,22 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
         # A name's words by their stem ("White Sport Coat" holds "White Sports Coat").
         if all(w in f.words or stem in f.stems for w, stem in zip(k.words, k.word_stems)):
             return True
+        # A first name written as its initial, here or there ("L. Chen", "Laura Chen").
+        if len(k.words) > 1 and any(_initials_agree(k.words, name.split()) for name in f.names):
+            return True
         # An acronym and its expansion hold each other ("IPL", "Indian Premier League").
         if k.acronym:
             return any(_initials(name) == k.words[0] for name in f.names)
         return len(k.words) > 1 and _initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
+
+
+def _same_unit_and_value(answer: Measure, source: Measure) -> bool:
+    """Whether two measurements are in one unit and their value ranges meet."""
+    return (
+        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
+        and answer[1] <= source[2] and source[1] <= answer[2]
+    )
 
 
 def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
@@ -373,12 +446,12 @@ def _key(tag: str, value: str) -> int:
 
 def fact_keys(f: SentenceFacts) -> np.ndarray:
     """The keys (:func:`_key`) of the facts a keyword is looked up by: numbers (``n``),
-    months (``m``), words (``w``), stems (``s``), each name's initials (``i``) and
-    acronyms (``a``). A sentence that holds a keyword has every key of one of the
+    months (``m``), words (``w``), stems (``s``), each name's initials (``i``),
+    acronyms (``a``) and the dimensions it measures (``d``). A sentence that holds a keyword has every key of one of the
     keyword's requirements (:func:`_requirements`)."""
     tagged: list[tuple[str, Iterable[str]]] = [
         ("n", f.numbers), ("m", map(str, f.months)), ("w", f.words), ("s", f.stems),
-        ("i", (_initials(name) for name in f.names)), ("a", f.acronyms),
+        ("i", (_initials(name) for name in f.names)), ("a", f.acronyms), ("d", {m[0] for m in f.measures}),
     ]
     return np.array([_key(tag, v) for tag, values in tagged for v in values], dtype=np.uint32)
 
@@ -392,7 +465,11 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return stems
-        return [[(_key("n", v),) for v in sorted(k.numbers)] + [(_key("m", str(mo)),) for mo in sorted(k.months)]]
+        values = [[(_key("n", v),) for v in sorted(k.numbers)] + [(_key("m", str(mo)),) for mo in sorted(k.months)]]
+        if k.years is not None:
+            values.append([tuple(_key("n", str(y)) for y in range(k.years[0], k.years[1] + 1))])
+        # A measurement may be held in another unit: by any sentence measuring its dimension.
+        return values + ([[(_key("d", k.measure[0]),)]] if k.measure is not None else [])
     if k.kind == "name":
         if not k.words:
             return []
@@ -401,6 +478,7 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
             out.append([(_key("i", k.words[0]),)])
         elif len(k.words) > 1:
             out.append([(_key("a", _initials(" ".join(k.words))),)])
+            out.append([(_key("w", k.words[-1]),)])  # the other words may be initials
         return out
     return stems
 
@@ -514,11 +592,13 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     (True, False)
     >>> is_name("Ar-Pharazôn", [sentence_facts("In 3261, Ar-Pharazôn landed at Umbar.")])
     True
+    >>> is_name("Acme's", [sentence_facts("What was Acme's revenue?")])
+    True
     """
     if not text[:1].isupper() or " " in text:
         return False
     # A hyphenated name is two words of a source's name ("Ar-Pharazôn": "ar pharazon").
-    words = " ".join(_WORD.findall(_fold(text)))
+    words = " ".join(_name_words(text))  # without a possessive: "Acme's" is "acme"
     return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
 
 
@@ -773,6 +853,10 @@ def locate_keyword(text: str, kind: str, sentence: str, hedge: str = "") -> tupl
         wanted = {v for _, _, v in all_values(text)}
         for a, b, v in all_values(sentence):
             if v in wanted or (hedge and any(near_value(w, v, hedge) for w in wanted)):
+                return a, b
+        measured = measures(text, hedge) if kind == "number" else []
+        for a, b, m in measures(sentence) if len(measured) == 1 else ():
+            if same_measure(measured[0][2], m):
                 return a, b
     words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(sentence)]
     if kind == "name":

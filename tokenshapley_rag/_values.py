@@ -3,13 +3,16 @@
 Pure functions over text. A number's value is :func:`~tokenshapley_rag._segment.number_value`
 of its digits, or of its words ("fifteen", "second"), times a scale word after it ("2.9
 million" = 2900000); a count the answer hedges ("about 870,000", "more than 500,000") is held
-by the values it rounds or bounds (:func:`near_value`); an ISO date is read as the date it
-writes out (:func:`spell_iso_dates`).
+by the values it rounds or bounds (:func:`near_value`); a date in digits is read as the date
+it writes out (:func:`spell_numeric_dates`); a measurement is also held in another unit
+(:func:`measures`, :func:`same_measure`).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
@@ -23,14 +26,19 @@ from tokenshapley_rag._segment import (
 
 __all__ = [
     "MONTHS",
+    "Measure",
     "PLAIN_NUMBER",
     "all_values",
     "cardinal_values",
     "is_year",
+    "measures",
     "near_value",
     "number_hedge",
+    "range_hedges",
     "rank_values",
-    "spell_iso_dates",
+    "same_measure",
+    "spell_numeric_dates",
+    "year_range",
 ]
 
 # Month names and abbreviations (folded) and their numbers, 1-12.
@@ -50,17 +58,61 @@ _MONTH_NAMES = (
     "December",
 )
 # An ISO date, year-month-day (not a range of years: "1887-1889", "2022-23").
-_ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(?![\d-])")
+_ISO_DATE = re.compile(r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(?![\d-])")
+# A date in digits, day and month first: "31.03.1889", "14/07/2022", "7/14/2022".
+# (What may stand before either is checked apart, `_opens_number`: a pattern opening with a
+# lookbehind is tried at every position of the text, and every source sentence is read.)
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([./])(\d{1,2})\2(\d{4})(?!\d|[./]\d)")
 
 
-def spell_iso_dates(text: str) -> str:
-    """``text`` with its ISO dates written out ("1889-03-31" as "31 March 1889"), so that the
-    match rule reads their day, month and year as it reads any date's.
+def _spelled(day: int, month: int, year: str) -> str:
+    return f"{day} {_MONTH_NAMES[month - 1]} {year}"
 
-    >>> spell_iso_dates("Opened 1889-03-31; built 1887-1889.")
+
+def _opens_number(m: re.Match[str], joiners: str) -> bool:
+    """Whether the match starts a number: no digit right before it, nor a digit and one of
+    ``joiners`` ("1887-1889" is a range of years, "123.04.2022" no date)."""
+    text, a = m.string, m.start()
+    if a and text[a - 1].isdigit():
+        return False
+    return not (a >= 2 and text[a - 1] in joiners and text[a - 2].isdigit())
+
+
+def _iso_date(m: re.Match[str]) -> str:
+    if not _opens_number(m, "-") or (m.start() and m.string[m.start() - 1] == "-"):
+        return m.group()
+    return _spelled(int(m.group(3)), int(m.group(2)), m.group(1))
+
+
+def _numeric_date(m: re.Match[str]) -> str:
+    """A date in digits written out when its reading is clear: dotted dates put the day
+    first (31.03.1889); a slashed one is read by the part that cannot be a month (14/07
+    is day first, 7/14 month first) and left as written when both parts could be."""
+    if not _opens_number(m, "./"):
+        return m.group()
+    a, sep, b, year = int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
+    if sep == "." or a > 12 or a == b:
+        day, month = a, b
+    elif b > 12:
+        day, month = b, a
+    else:
+        return m.group()  # 03/04/2022: 3 April or March 4
+    return _spelled(day, month, year) if 1 <= month <= 12 and 1 <= day <= 31 else m.group()
+
+
+def spell_numeric_dates(text: str) -> str:
+    """``text`` with its dates in digits written out ("1889-03-31" and "31.03.1889" as "31
+    March 1889"), so that the match rule reads their day, month and year as it reads any
+    date's. A slashed date whose day and month could be read either way ("03/04/2022") is
+    left as written.
+
+    >>> spell_numeric_dates("Opened 1889-03-31; built 1887-1889.")
     'Opened 31 March 1889; built 1887-1889.'
+    >>> spell_numeric_dates("31.03.1889, 14/07/2022, 7/14/2022, 03/04/2022, 1.5.2.2021, 45/07/2022, on 1.4.1990.")
+    '31 March 1889, 14 July 2022, 14 July 2022, 03/04/2022, 1.5.2.2021, 45/07/2022, on 1 April 1990.'
     """
-    return _ISO_DATE.sub(lambda m: f"{int(m.group(3))} {_MONTH_NAMES[int(m.group(2)) - 1]} {m.group(1)}", text)
+    text = _ISO_DATE.sub(_iso_date, text)
+    return _NUMERIC_DATE.sub(_numeric_date, text)
 
 
 def all_values(text: str) -> list[tuple[int, int, str]]:
@@ -73,24 +125,39 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['2', '15', '15', '2', '1']
     >>> [v for _, _, v in all_values("2.9 million, 2,900,000, 2.9 billion, $4bn, two thousand, 1.5 km")]
     ['2900000', '2900000', '2900000000', '4000000000', '2000', '1.5']
+    >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln")]
+    ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000']
     """
     values = value_spans(text) + word_number_spans(text)
-    return sorted([(a, b, _scaled(text, b, v)) for a, b, v in values] + rank_superlative_spans(text))
+    return sorted([(a, b, _scaled(text, a, b, v)) for a, b, v in values] + rank_superlative_spans(text))
 
 
-# Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand".
-_SCALES = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "bn": 9}
-_SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn)\b", re.IGNORECASE)
+# Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand", "$500M", "50k".
+_SCALES = {
+    "thousand": 3, "million": 6, "billion": 9, "trillion": 12, "bn": 9, "bln": 9, "tn": 12, "mn": 6, "mln": 6,
+    "k": 3, "m": 6, "b": 9,
+}
+_SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn|bln|tn|mn|mln)\b", re.IGNORECASE)
+# A letter glued to the digits: K, M and B scale any number ("3.5M users"), a lowercase k
+# too ("50k"); a lowercase m only after a currency sign ("€12.5m"): "12.5m" alone is metres.
+_SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
+_CURRENCY_BEFORE = re.compile(r"[$€£¥₹]\s?-?$")
 PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def _scaled(text: str, end: int, value: str) -> str:
-    """``value``, the number of ``text`` ending at ``end``, times the scale word right after
-    it (:data:`_SCALES`), written as :func:`number_value` writes numbers."""
-    m = _SCALE_AFTER.match(text, end)
-    if m is None or not PLAIN_NUMBER.fullmatch(value):
+def _scaled(text: str, start: int, end: int, value: str) -> str:
+    """``value``, the number ``text[start:end]``, times the scale word right after it
+    (:data:`_SCALES`), written as :func:`number_value` writes numbers."""
+    if not PLAIN_NUMBER.fullmatch(value):
         return value
-    return number_value(format(Decimal(value).scaleb(_SCALES[m.group(1).lower()]), "f"))
+    m = _SCALE_AFTER.match(text, end)
+    scale = m.group(1).lower() if m is not None else None
+    if scale is None and (g := _SCALE_GLUED.match(text, end)) is not None:
+        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 3), start):
+            scale = (g.group(1) or g.group(2)).lower()
+    if scale is None:
+        return value
+    return number_value(format(Decimal(value).scaleb(_SCALES[scale]), "f"))
 
 
 # Words before a count that make it approximate or a bound, and what they make it
@@ -123,12 +190,50 @@ def number_hedge(text: str, start: int) -> str:
     return ""
 
 
+_RANGE_OPENER = re.compile(r"\bbetween\s+$", re.IGNORECASE)
+_RANGE_JOINER = re.compile(r"\s+and\s+", re.IGNORECASE)
+# A spread's ends are facts of their own: "salaries range between $57,200 and $95,870".
+_SPREAD = re.compile(r"\b(?:range[sd]?|ranging|var(?:y|ies|ied|ying)|spread|from)\b[^.;:]*$", re.IGNORECASE)
+
+
+def range_hedges(text: str, numbers: Sequence[tuple[int, int]]) -> dict[int, str]:
+    """The hedges of number keywords that bound one value together ("between $4 billion and
+    $4.5 billion"): ``{start: "between LOW HIGH"}`` for both ends, whose values
+    :func:`near_value` then takes anywhere between them. ``numbers``: the number keywords'
+    ``(start, end)`` in ``text``, in order. A spread's ends ("salaries range between $57,200
+    and $95,870", "rose from 10% to 15%") are facts of their own and keep their values, and
+    so do two ends a thousandfold apart ("between 2 and 3 million": the first end's scale is
+    unwritten).
+
+    >>> t = "Revenue was between $4 billion and $4.5 billion; it rose from 10% to 15%."
+    >>> range_hedges(t, [(20, 30), (35, 47), (63, 66), (70, 73)])
+    {20: 'between 4000000000 4500000000', 35: 'between 4000000000 4500000000'}
+    >>> range_hedges("Pay ranges between $57,200 and $95,870.", [(20, 27), (32, 39)])
+    {}
+    """
+    out: dict[int, str] = {}
+    for (a, b), (c, d) in zip(numbers, numbers[1:]):
+        if not (_RANGE_OPENER.search(text, max(0, a - 12), a) and _RANGE_JOINER.fullmatch(text, b, c)):
+            continue
+        if _SPREAD.search(text, max(0, a - 60), a):
+            continue
+        first, second = [v for _, _, v in all_values(text[a:b])], [v for _, _, v in all_values(text[c:d])]
+        if len(first) != 1 or len(second) != 1 or not (PLAIN_NUMBER.fullmatch(first[0]) and PLAIN_NUMBER.fullmatch(second[0])):
+            continue
+        low, high = sorted((Decimal(first[0]), Decimal(second[0])))
+        if low <= 0 or high >= 1000 * low:
+            continue
+        out[a] = out[c] = f"between {number_value(format(low, 'f'))} {number_value(format(high, 'f'))}"
+    return out
+
+
 def near_value(value: str, held: str, hedge: str) -> bool:
     """Whether a source's count ``held`` holds the answer's ``value`` under ``hedge``
     (:func:`number_hedge`). The answer's precision is its last significant place (870,000:
     ten thousands; 2.9 million: hundred thousands; 1.5: tenths): "about" holds the values
     within half of it (its roundings), "at least" the values from it up to one more of it,
-    "at most" from one less of it up to it; no hedge, the value itself.
+    "at most" from one less of it up to it; a range's end (:func:`range_hedges`, "between
+    LOW HIGH") the values from LOW to HIGH; no hedge, the value itself.
 
     >>> [near_value("870000", v, "about") for v in ("870321", "874999", "876000", "870000")]
     [True, True, False, True]
@@ -136,10 +241,15 @@ def near_value(value: str, held: str, hedge: str) -> bool:
     (True, False)
     >>> near_value("522251", "522252", "about"), near_value("870000", "870321", "")
     (False, False)
+    >>> near_value("4000000000", "4200000000", "between 4000000000 4500000000")  # a range holds what is in it
+    True
     """
     if not (PLAIN_NUMBER.fullmatch(value) and PLAIN_NUMBER.fullmatch(held)):
         return value == held
     answer, source = Decimal(value), Decimal(held)
+    if hedge.startswith("between "):
+        low, high = (Decimal(v) for v in hedge.split()[1:])
+        return low <= source <= high
     digits = value.lstrip("-")
     if "." in digits:
         place = Decimal(1).scaleb(-len(digits.partition(".")[2]))
@@ -179,3 +289,173 @@ def rank_values(text: str) -> frozenset[str]:
 def is_year(value: str) -> bool:
     """Whether a number value reads as a year in a date (four digits)."""
     return len(value) == 4 and value.isdigit()
+
+
+_DECADE = re.compile(r"\b((?:1\d|20)\d)0['’]?s(?!\w)")
+_CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+centur(?:y|ies)(?!\w)(?!\s+(?:BC|BCE)(?!\w))")
+
+
+def year_range(date: str) -> tuple[int, int] | None:
+    """The years a decade or a century keyword spans, first and last (a century's first
+    and last years both ways of counting: the 19th is 1800 to 1900); None for any other
+    date. Centuries before the common era are left out.
+
+    >>> year_range("1880s"), year_range("mid-1960s"), year_range("19th century"), year_range("5th century BC")
+    ((1880, 1889), (1960, 1969), (1800, 1900), None)
+    """
+    m = _DECADE.search(date)
+    if m is not None:
+        return int(m.group(1)) * 10, int(m.group(1)) * 10 + 9
+    m = _CENTURY.search(date)
+    if m is not None and int(m.group(1)) >= 1:
+        return 100 * (int(m.group(1)) - 1), 100 * int(m.group(1))
+    return None
+
+
+# Units the match rule converts between (docs/method.md §8, "Units"): each unit's dimension,
+# its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
+# second, kelvin) and its zero there (temperature only). Units whose reading depends on
+# context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
+# without a scale, "L" and "l" (a letter).
+_LENGTH = {
+    ("mm", "millimetre", "millimetres", "millimeter", "millimeters"): 0.001,
+    ("cm", "centimetre", "centimetres", "centimeter", "centimeters"): 0.01,
+    ("m", "metre", "metres", "meter", "meters"): 1.0,
+    ("km", "kilometre", "kilometres", "kilometer", "kilometers"): 1000.0,
+    ("inch", "inches"): 0.0254,
+    ("ft", "foot", "feet"): 0.3048,
+    ("yd", "yard", "yards"): 0.9144,
+    ("mi", "mile", "miles"): 1609.344,
+}
+_MASS = {
+    ("mg", "milligram", "milligrams"): 1e-6,
+    ("g", "gram", "grams", "gramme", "grammes"): 0.001,
+    ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
+    ("tonne", "tonnes", "metric ton", "metric tons"): 1000.0,
+    ("lb", "lbs", "pound", "pounds"): 0.45359237,
+    ("oz", "ounce", "ounces"): 0.028349523125,
+}
+_VOLUME = {
+    ("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"): 0.001,
+    ("litre", "litres", "liter", "liters"): 1.0,
+    ("gallon", "gallons"): 3.785411784,
+}
+_AREA = {
+    ("m²", "m2", "square metre", "square metres", "square meter", "square meters", "sq m"): 1.0,
+    ("km²", "km2", "square kilometre", "square kilometres", "square kilometer", "square kilometers", "sq km"): 1e6,
+    ("ha", "hectare", "hectares"): 1e4,
+    ("acre", "acres"): 4046.8564224,
+    ("sq mi", "square mile", "square miles"): 2589988.110336,
+}
+_SPEED = {
+    ("km/h", "kph", "kilometres per hour", "kilometers per hour"): 1 / 3.6,
+    ("mph", "miles per hour"): 0.44704,
+    ("m/s", "metres per second", "meters per second"): 1.0,
+}
+_TEMPERATURE = {
+    ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
+    ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
+}
+_UNIT_SIZES: dict[str, tuple[str, float, float]] = {
+    **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
+    **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
+    **{u.casefold(): ("volume", size, 0.0) for names, size in _VOLUME.items() for u in names},
+    **{u.casefold(): ("area", size, 0.0) for names, size in _AREA.items() for u in names},
+    **{u.casefold(): ("speed", size, 0.0) for names, size in _SPEED.items() for u in names},
+    **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in _TEMPERATURE.items() for u in names},
+}
+# The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
+# tower") between them, the longest unit first; no letter or digit may follow.
+_UNIT_AFTER = re.compile(
+    r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
+    r"[ \u00a0\u202f-]?("
+    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_UNIT_SIZES, key=len, reverse=True))
+    + r")(?![\w°²])",
+    re.IGNORECASE,
+)
+
+
+Measure = tuple[str, float, float, float]  # dimension, low and high in its base unit, the unit's size
+
+
+def measures(
+    text: str, hedge: str | None = "", values: list[tuple[int, int, str]] | None = None
+) -> list[tuple[int, int, Measure]]:
+    """The measurements of ``text``: ``(start, end, (dimension, low, high, size))`` for each
+    number followed by a unit the match rule converts. ``low`` and ``high`` bound the value
+    in the dimension's base unit: a number covers half of its last decimal place either
+    side (330 m: 329.5 to 330.5 metres); ``hedge`` (:func:`number_hedge`) widens that to
+    the values :func:`near_value` allows, and None reads each number's own hedge in
+    ``text``. ``size`` tells units apart (the unit's size in the base unit). ``values``:
+    :func:`all_values` of ``text`` when the caller has them.
+
+    >>> [(text[a:b], m[0], round(m[1], 2), round(m[2], 2)) for text in ["It is 330 metres (1,083 ft) tall."]
+    ...  for a, b, m in measures(text)]
+    [('330 metres', 'length', 329.5, 330.5), ('1,083 ft', 'length', 329.95, 330.25)]
+    >>> [(m[0], round(m[1] - 273.15, 3)) for _, _, m in measures("It reached 112.3 °F and 45 degrees Celsius.")]
+    [('temperature', 44.583), ('temperature', 44.5)]
+    >>> [(round(m[1] - 273.15), round(m[2] - 273.15)) for _, _, m in measures("about 40 °C", hedge=None)]
+    [(35, 45)]
+    >>> [(m[0], round(m[1]), round(m[2])) for _, _, m in measures("10.1 million kilograms")]  # to 0.1 million
+    [('mass', 10050000, 10150000)]
+    """
+    out = []
+    for a, b, value in all_values(text) if values is None else values:
+        if not PLAIN_NUMBER.fullmatch(value):
+            continue
+        unit = _UNIT_AFTER.match(text, b)
+        if unit is None:
+            continue
+        dimension, size, zero = _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()]
+        # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
+        written = number_value(text[a:b])
+        scale = float(Decimal(value) / Decimal(written)) if PLAIN_NUMBER.fullmatch(written) and float(written) else 1.0
+        hedge_here = number_hedge(text, a) if hedge is None else hedge
+        if hedge_here.startswith("between "):  # a range's ends are written values already
+            low, high = (float(v) for v in hedge_here.split()[1:])
+        else:
+            low, high = _value_bounds(written if scale != 1.0 else value, hedge_here)
+            low, high = low * scale, high * scale
+        out.append((a, unit.end(), (dimension, low * size + zero, high * size + zero, size)))
+    return out
+
+
+def _value_bounds(value: str, hedge: str) -> tuple[float, float]:
+    """The values a number written as ``value`` stands for under ``hedge``: half of its last
+    decimal place either side when exact, else what :func:`near_value` allows."""
+    digits = value.lstrip("-")
+    places = len(digits.partition(".")[2])
+    exact = float(Decimal(1).scaleb(-places)) / 2
+    v = float(value)
+    if not hedge:
+        return v - exact, v + exact
+    if places:
+        place = float(Decimal(1).scaleb(-places))
+    else:
+        zeros = len(digits) - len(digits.rstrip("0"))
+        place = float(Decimal(1).scaleb(zeros)) if digits.strip("0") else 1.0
+    if hedge == "about":
+        return v - place / 2, v + place / 2
+    if hedge == "at least":
+        return v, v + place
+    return v - place, v  # at most
+
+
+def same_measure(answer: Measure, source: Measure) -> bool:
+    """Whether a source's measurement holds the answer's in another unit: the same
+    dimension, another unit, and value ranges that overlap (the answer's value is a
+    rounding of the source's, converted). A measurement in the same unit is the match
+    rule's plain value comparison, not this.
+
+    >>> tower = measures("330 m")[0][2]
+    >>> [same_measure(measures(t)[0][2], tower) for t in ("1,083 feet", "1,000 feet", "0.33 km", "330 metres")]
+    [True, False, True, False]
+    """
+    return (
+        answer[0] == source[0] and not math.isclose(answer[3], source[3], rel_tol=1e-9)
+        # Overlap, with room for the conversion's float rounding (0.33 km is 330 m).
+        and answer[1] <= source[2] + _ROUNDING * abs(source[2]) and source[1] <= answer[2] + _ROUNDING * abs(answer[2])
+    )
+
+
+_ROUNDING = 1e-9
