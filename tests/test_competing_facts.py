@@ -46,6 +46,8 @@ WRONG_FACTS = [
     ("The Brooklyn Bridge opened in 1937 and the Golden Gate Bridge in 1883.", "1937", "brooklyn1"),
     # a hedged count is held by what it rounds, and Lyon's page rounds to no 870,000
     ("In 2020 Lyon had about 870,000 inhabitants.", "870,000", "lyon1"),
+    # a length converted to miles is held only by its rounding (2,850 km is 1,771 miles)
+    ("The Danube is 1,000 miles long.", "1,000 miles", "danube"),
 ]
 
 CORRECT = [
@@ -73,6 +75,8 @@ CORRECT = [
     "The Brooklyn Bridge was the longest suspension bridge in the world when it opened.",
     "Marie Curie discovered polonium and radium.",
     "Lise Meitner discovered protactinium.",
+    # a measurement in another unit
+    "The Danube is about 1,770 miles long.",
 ]
 
 
@@ -129,6 +133,13 @@ def test_wrong_document_fact_cites_the_subjects_document(attribute):
     assert _cite(res, "Marie Curie").best.source_id == "curie1"
     assert _cite(res, "Vienna").conflict.sentence == "Marie Curie was born in Warsaw in 1867."
     assert res.sentences[0].verdict == "contradicted"
+
+
+def test_a_wrong_value_does_not_flag_its_copied_subject(attribute):
+    # The claim's only other word, "long", is the Rhine's page's alone: one word does not
+    # make the Rhine's page the Danube's anchor (WORD_ANCHOR_MINIMUM).
+    res = attribute("The Danube is 1,000 miles long.")
+    assert _cite(res, "Danube").status == "supported" and _cite(res, "Danube").best.source_id == "danube"
 
 
 def test_keywords_never_cross_a_sentence(attribute):

@@ -1,9 +1,9 @@
 """The support flag on values written another way, end to end with the default model.
 
-Two companies' reports that disagree, a weather note and a tower's page (written for this
-test): amounts with abbreviated scales, measurements in other units, dates in digits,
-decades and centuries, ranges, names with titles or initials, possessive subjects and
-comparisons. Each row was a wrong status when the library was tried this way (docs/reports/
+Two companies' reports that disagree, a weather note, a tower's page, a short biography, a
+timetable and a poll (written for this test): amounts with abbreviated scales, measurements
+in other units, dates in digits, decades and centuries, ranges, times, currencies, names with
+titles or initials, possessive subjects and comparisons. Each row was a wrong status when the library was tried this way (docs/reports/
 support.md, "Other formats"); the rows that were already right guard the other direction.
 """
 
@@ -30,6 +30,12 @@ SOURCES = [
         "The Eiffel Tower is 330 metres tall and weighs about 10,100 tonnes. It was completed on 31 March "
         "1889 after two years, two months and five days of construction. Gustave Eiffel's company built it."
     )},
+    {"id": "bio", "text": (
+        "Ada Lovelace was born on 10 December 1815 in London and died on 27 November 1852, aged 36. She "
+        "worked with Charles Babbage on the Analytical Engine."
+    )},
+    {"id": "train", "text": "The first train leaves at 17:30 and arrives at 21:05. A ticket costs €45.50."},
+    {"id": "poll", "text": "In the survey, 62 percent of respondents backed the plan, while 25% opposed it."},
 ]
 
 # (question, answer, keyword, expected status, the source it is cited to or conflicts with)
@@ -65,6 +71,19 @@ ROWS = [
     ("Compare the two.", "Acme, with 14,300 employees, is smaller than Globex, which has 22,000.", "Acme", "supported", "acme"),
     ("Compare the two.", "Acme, with 14,300 employees, is smaller than Globex, which has 22,000.", "22,000", "supported", "globex"),
     ("Compare the two.", "Acme, with 22,000 employees, is larger than Globex, which has 14,300.", "22,000", "contradicted", "acme"),
+    # a slashed date that may be read either way was contradicted (12/10 is December 10)
+    ("When was she born?", "Ada Lovelace was born on 12/10/1815.", "12/10/1815", "supported", "bio"),
+    ("When was she born?", "Ada Lovelace was born on 12/11/1815.", "12/11/1815", "contradicted", "bio"),
+    # a time on the 12-hour clock was contradicted by the same time on the 24-hour clock
+    ("When does it leave?", "The first train leaves at 5:30 pm.", "5:30 pm", "supported", "train"),
+    ("When does it leave?", "The first train leaves at 6:30 pm.", "6:30 pm", "contradicted", "train"),
+    # a currency written as a word: "euros" was an unsupported word; another currency is
+    # another amount
+    ("How much is a ticket?", "A ticket costs 45.50 euros.", "45.50 euros", "supported", "train"),
+    ("How much is a ticket?", "A ticket costs 45.50 dollars.", "45.50 dollars", "unsupported", None),
+    ("What was Acme's revenue?", "Acme's revenue was 4.2 billion euros in 2023.", "4.2 billion euros", "contradicted", "acme"),
+    # a count in words opening the sentence was a word ("Sixty-two" unsupported)
+    ("What did the survey find?", "Sixty-two percent backed the plan.", "Sixty-two", "supported", "poll"),
 ]
 
 
@@ -85,6 +104,8 @@ def test_values_written_another_way(ask, question, answer, keyword, status, sour
     res = ask(question, answer)
     c = next(c for c in res.citations if c.text == keyword)
     assert c.status == status
+    if status == "unsupported":
+        assert c.best is None and c.conflict is None
     if status == "supported":
         assert c.best is not None and c.best.source_id == source and c.conflict is None
     elif status == "contradicted":

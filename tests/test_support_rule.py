@@ -170,6 +170,38 @@ def test_an_abbreviated_scale_is_part_of_the_value(answer, keyword, sentence, ex
 @pytest.mark.parametrize(
     "answer, keyword, sentence, expected",
     [
+        # a time is read on one 24-hour clock
+        ("It leaves at 5:30 pm.", "5:30 pm", "The train leaves at 17:30.", True),
+        ("It leaves at 5:30 p.m.", "5:30 p.m.", "The train leaves at 17:30.", True),
+        ("It leaves at 5 pm.", "5 pm", "The train leaves at 17:00.", True),
+        ("It leaves at 17:30.", "17:30", "The train leaves at 5:30 pm.", True),
+        ("It leaves at 05:30.", "05:30", "The train leaves at 5:30 am.", True),
+        ("It leaves at 5:30 am.", "5:30 am", "The train leaves at 17:30.", False),
+        # a currency is the amount's unit; another currency is another amount
+        ("It costs 45.50 euros.", "45.50 euros", "A ticket costs €45.50.", True),
+        ("It costs 45.50 EUR.", "45.50 EUR", "A ticket costs €45.50.", True),
+        ("It costs €45.50.", "€45.50", "A ticket costs 45.50 euros.", True),
+        ("It costs 45.50 dollars.", "45.50 dollars", "A ticket costs €45.50.", False),
+        ("It costs $45.50.", "$45.50", "A ticket costs €45.50.", False),
+        ("It made 4.2 billion dollars.", "4.2 billion dollars", "It reported revenue of $4.2 billion.", True),
+        ("It made 4.2 billion euros.", "4.2 billion euros", "It reported revenue of $4.2 billion.", False),
+        # an amount in a source with no currency is the plain value rule
+        ("It costs €45.50.", "€45.50", "The fee is 45.50.", True),
+    ],
+)
+def test_times_and_currencies(answer, keyword, sentence, expected):
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [keyword]
+    assert held_in(sentence, keyword) == expected
+
+
+def test_a_count_in_words_opening_a_sentence_is_a_number():
+    kinds = {k.text: k.kind for k in find_keywords("Sixty-two percent agreed. Fifteen came. Second, it rained.")}
+    assert (kinds["Sixty-two"], kinds["Fifteen"], kinds["Second"]) == ("number", "number", "word")
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, sentence, expected",
+    [
         # a measurement is held in another unit when it rounds the converted value
         ("It is 1,083 feet tall.", "1,083 feet", "The Eiffel Tower is 330 metres tall.", True),
         ("It is 1,083 ft tall.", "1,083 ft", "The Eiffel Tower is 330 metres tall.", True),
@@ -210,9 +242,11 @@ def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expect
         ("31 March 1889", "It was completed on 31.03.1889.", True),
         ("30.03.1889", "It was completed on 31 March 1889.", False),
         ("14/06/2022", "On 14 July 2022 the temperature reached 44.6 °C.", False),
-        # both parts could be the month: left as written, held only as written
-        ("03/04/2022", "It opened on 3 April 2022.", False),
+        # both parts could be the month: held as written or as either date it may be
+        ("03/04/2022", "It opened on 3 April 2022.", True),
+        ("03/04/2022", "It opened on March 4, 2022.", True),
         ("03/04/2022", "It opened on 03/04/2022.", True),
+        ("03/04/2022", "It opened on 3 May 2022.", False),
         # a decade or a century holds the dates within it
         ("1880s", "It was completed on 31 March 1889.", True),
         ("1870s", "It was completed on 31 March 1889.", False),

@@ -23,6 +23,7 @@ from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
     PREDICATE_TOLERANCE,
     VALUE_KINDS,
+    WORD_ANCHOR_MINIMUM,
     SentenceFacts,
     holding_mask,
     holding_masks,
@@ -420,7 +421,7 @@ def keyword_statuses(
             # against the sources holding the most of its words.
             subject_sources = documents_holding_most(held_by_document[
                 [o for o in range(n_kw) if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS]
-            ])
+            ], at_least=WORD_ANCHOR_MINIMUM)
         in_anchor = np.ones(n_sent, dtype=bool) if subject_sources is None else subject_sources[sentence_document]
         affirmed_by = held[r] & ~denying[r]
         if cited[r][0].kind not in VALUE_KINDS:
@@ -498,9 +499,9 @@ def documents_holding(held: np.ndarray, sentence_document: np.ndarray, n_documen
     return by_document
 
 
-def documents_holding_most(by_document: np.ndarray) -> np.ndarray | None:
+def documents_holding_most(by_document: np.ndarray, at_least: int = 1) -> np.ndarray | None:
     """The documents that hold the most of the keywords (``(n_keywords, n_documents)`` bool,
-    :func:`documents_holding`); None when none holds any.
+    :func:`documents_holding`); None when none holds ``at_least`` of them.
 
     >>> documents_holding_most(np.array([[True, False, True], [True, False, False]]))
     array([ True, False, False])
@@ -508,7 +509,7 @@ def documents_holding_most(by_document: np.ndarray) -> np.ndarray | None:
     True
     """
     count = by_document.sum(axis=0)
-    return count == count.max() if len(count) and count.max() > 0 else None
+    return count == count.max() if len(count) and count.max() >= max(at_least, 1) else None
 
 
 def claim_subjects(

@@ -101,7 +101,8 @@ _UNIT_WORD = (
     r"tons?|tonnes?|(?:milli)?lit(?:er|re)s?|ml|mL|"
     r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
     r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
-    r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?)"
+    r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?|[ap]\.m\.|[AaPp][Mm]|"
+    r"euros?|dollars?|yen|yuan|renminbi|rupees?|francs?|sterling|USD|EUR|GBP|JPY|CNY|RMB|INR|CHF|AUD|CAD)"
 )
 # A unit ("km", "°C", "mg/kg"), a rate ("per hour"), a percent, or a hyphenated unit ("23-man").
 _UNIT = (
@@ -377,14 +378,25 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 # nothing by its capital: a word here; the match rule asks the sources.
                 opens = _ALNUM.search(text, begin, start) is None
                 kind = "name" if piece[:1].isupper() and not opens else "word"
+                if opens and word_number_value(piece) is not None and not is_ordinal(text, start, end):
+                    # "Sixty-two percent ...", "Fifteen people ...": a count ("Second, ..." is
+                    # a discourse marker more often than a rank)
+                    kind = "number"
         elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
         elif kind == "word" and (word_number_value(piece) is not None or _ranks_first(text, start, end)):
             kind = "number"  # "fifteen", "second-largest", "the largest": a count or a rank, checked by value
         elif kind == "number" and _YEAR.fullmatch(piece):
             kind = "date"  # a bare year, or a range of years ("2008-2010", "2022-23")
+        elif kind == "number" and (constant := _YEAR_MONEY.fullmatch(piece)) is not None:
+            # "in 2017 dollars": a year's money, not an amount of 2,017
+            units.append(Keyword(start, start + constant.end(1), constant.group(1), "date"))
+            start, piece, kind = start + constant.start(2), constant.group(2), "word"
         units.append(Keyword(start, end, piece, kind))
     return units
+
+
+_YEAR_MONEY = re.compile(r"((?:1\d|20)\d\d)\s+(euros|dollars|pounds)")
 
 
 def _month_is_date(text: str, begin: int, start: int) -> bool:

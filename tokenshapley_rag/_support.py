@@ -24,6 +24,7 @@ states the same predicate with another value, is *contradicted*, never supported
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -49,6 +50,7 @@ from tokenshapley_rag._values import (
     Measure,
     all_values,
     cardinal_values,
+    date_readings,
     is_year,
     measures,
     near_value,
@@ -68,6 +70,7 @@ __all__ = [
     "light_stem",
     "STATUSES",
     "VERDICTS",
+    "WORD_ANCHOR_MINIMUM",
 ]
 
 STATUSES = ("supported", "unsupported", "contradicted")
@@ -89,6 +92,11 @@ PREDICATE_AGREEMENT = 0.3
 # "the President of India"), and the best sentence is noise, not a better source (chosen on
 # dev, docs/method.md §8).
 PREDICATE_MINIMUM = 0.2
+# A subject with no other value in its claim is checked against the documents holding the
+# most of the claim's words only when they hold at least this many of them: "Lise Meitner
+# discovered polonium and radium." (Curie's page holds three), not "The Danube is 1,000
+# miles long." (only the Rhine's page says "long": one word does not outweigh a name).
+WORD_ANCHOR_MINIMUM = 2
 
 _WORD = re.compile(r"\w+")
 _JOINERS = frozenset("of the de del della di da von van der den la le du bin al y and".split())
@@ -315,6 +323,9 @@ class KeywordFacts:
     # A decade's or a century's years, first and last (:func:`~tokenshapley_rag._values.year_range`):
     # "the 1880s" is held by a sentence dating something 1889.
     years: tuple[int, int] | None = None
+    # A slashed date whose day and month could be swapped ("03/04/2022"): its facts as
+    # written and those of both dates it may be, any of which holds it.
+    readings: tuple[KeywordFacts, ...] = ()
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -352,10 +363,15 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     measured = measures(text, hedge) if kind == "number" and len(numbers) == 1 else []
     measure = measured[0][2] if len(measured) == 1 else None
     years = year_range(text) if kind == "date" else None
-    return KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years)
+    facts = KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years)
+    readings = [keyword_facts(t, "date") for t in date_readings(text)] if kind == "date" else []
+    # An ambiguous date is held as written, or as either date it may be.
+    return dataclasses.replace(facts, readings=(facts, *readings)) if readings else facts
 
 
 def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
+    if k.readings:
+        return any(_holds(reading, f) for reading in k.readings)
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return bool(k.stems) and k.stems <= f.stems
@@ -461,6 +477,8 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
     alternatives, each a list of groups of keys, every group met by one of its keys.
     Necessary, not sufficient: the keys of a sentence holding ``k`` meet some alternative.
     No alternative: no sentence holds ``k``."""
+    if k.readings:
+        return [alternative for reading in k.readings for alternative in _requirements(reading)]
     stems = [[(_key("s", st),) for st in sorted(k.stems)]] if k.stems else []
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:

@@ -30,6 +30,7 @@ __all__ = [
     "PLAIN_NUMBER",
     "all_values",
     "cardinal_values",
+    "date_readings",
     "is_year",
     "measures",
     "near_value",
@@ -100,6 +101,22 @@ def _numeric_date(m: re.Match[str]) -> str:
     return _spelled(day, month, year) if 1 <= month <= 12 and 1 <= day <= 31 else m.group()
 
 
+def date_readings(date: str) -> list[str]:
+    """The two dates a slashed date whose day and month could be swapped may be ("03/04/2022":
+    3 April or March 4), written out; [] for any other text.
+
+    >>> date_readings("12/10/1815"), date_readings("14/07/2022"), date_readings("10/10/2020")
+    (['12 October 1815', '10 December 1815'], [], [])
+    """
+    m = _NUMERIC_DATE.fullmatch(date.strip())
+    if m is None or m.group(2) != "/":
+        return []
+    a, b = int(m.group(1)), int(m.group(3))
+    if not (1 <= a <= 12 and 1 <= b <= 12) or a == b:
+        return []
+    return [_spelled(a, b, m.group(4)), _spelled(b, a, m.group(4))]
+
+
 def spell_numeric_dates(text: str) -> str:
     """``text`` with its dates in digits written out ("1889-03-31" and "31.03.1889" as "31
     March 1889"), so that the match rule reads their day, month and year as it reads any
@@ -125,11 +142,33 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['2', '15', '15', '2', '1']
     >>> [v for _, _, v in all_values("2.9 million, 2,900,000, 2.9 billion, $4bn, two thousand, 1.5 km")]
     ['2900000', '2900000', '2900000000', '4000000000', '2000', '1.5']
+    >>> [v for _, _, v in all_values("at 17:30, 5:30 pm, 5 p.m., 05:30, 12:15 am, 12 PM, 5 pm-ish")]
+    ['17:30', '17:30', '17:00', '5:30', '0:15', '12:00', '17:00']
     >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln")]
     ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000']
     """
     values = value_spans(text) + word_number_spans(text)
-    return sorted([(a, b, _scaled(text, a, b, v)) for a, b, v in values] + rank_superlative_spans(text))
+    return sorted([(a, b, _clock(text, b, _scaled(text, a, b, v))) for a, b, v in values] + rank_superlative_spans(text))
+
+
+# A time of day: "17:30", "5:30 pm", "5 p.m." are read on one 24-hour clock.
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})")
+_MERIDIEM = re.compile(r"\s?([ap])\.?m\.?(?!\w)", re.IGNORECASE)
+
+
+def _clock(text: str, end: int, value: str) -> str:
+    """``value``, the number of ``text`` ending at ``end``, as a 24-hour time when it is
+    one ("17:30"; "5:30 pm" and "5 p.m." after an hour; "05:30" as "5:30"); else as it is."""
+    meridiem = _MERIDIEM.match(text, end)
+    clock = _CLOCK.fullmatch(value)
+    if clock is None and not (meridiem and value.isdigit()):
+        return value
+    hour, minute = (int(clock.group(1)), clock.group(2)) if clock else (int(value), "00")
+    if meridiem is not None:
+        if not 1 <= hour <= 12:
+            return value
+        hour = hour % 12 + (12 if meridiem.group(1).lower() == "p" else 0)
+    return f"{hour}:{minute}" if hour < 24 and int(minute) < 60 else value
 
 
 # Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand", "$500M", "50k".
@@ -356,6 +395,20 @@ _TEMPERATURE = {
     ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
     ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
 }
+# Money: each currency is a unit of its own dimension that is never converted (rates
+# change), so the same number in another currency is another amount. A dollar is any
+# dollar, and "¥" (yen or yuan) and "pounds" (a mass too) name no currency here.
+_CURRENCIES = {
+    ("$", "dollar", "dollars", "usd", "aud", "cad"): 1.0,
+    ("€", "euro", "euros", "eur"): 2.0,
+    ("£", "gbp", "sterling", "pounds sterling"): 3.0,
+    ("yen", "jpy"): 4.0,
+    ("yuan", "renminbi", "cny", "rmb"): 5.0,
+    ("₹", "rupee", "rupees", "inr"): 6.0,
+    ("franc", "francs", "chf"): 7.0,
+}
+_CURRENCY_OF = {u: size for names, size in _CURRENCIES.items() for u in names}
+_SIGN_BEFORE = re.compile(r"([$€£₹])\s?-?$")
 _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
     **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
@@ -363,6 +416,7 @@ _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("area", size, 0.0) for names, size in _AREA.items() for u in names},
     **{u.casefold(): ("speed", size, 0.0) for names, size in _SPEED.items() for u in names},
     **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in _TEMPERATURE.items() for u in names},
+    **{u: ("money", size, 0.0) for u, size in _CURRENCY_OF.items() if u.isalpha() or " " in u},
 }
 # The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
 # tower") between them, the longest unit first; no letter or digit may follow.
@@ -398,15 +452,24 @@ def measures(
     [(35, 45)]
     >>> [(m[0], round(m[1]), round(m[2])) for _, _, m in measures("10.1 million kilograms")]  # to 0.1 million
     [('mass', 10050000, 10150000)]
+    >>> [(t[a:b], m[0], m[3]) for t in ["$4.2 billion, 45.50 euros, €45.50, 12 USD"] for a, b, m in measures(t)]
+    [('4.2', 'money', 1.0), ('45.50 euros', 'money', 2.0), ('45.50', 'money', 2.0), ('12 USD', 'money', 1.0)]
     """
     out = []
     for a, b, value in all_values(text) if values is None else values:
         if not PLAIN_NUMBER.fullmatch(value):
             continue
         unit = _UNIT_AFTER.match(text, b)
-        if unit is None:
+        sign = _SIGN_BEFORE.search(text, max(0, a - 3), a)
+        if sign is not None:  # "$4.2 billion", "€45.50": the sign is the unit
+            dimension, size, zero, end = "money", _CURRENCY_OF[sign.group(1)], 0.0, b
+            if unit is not None and _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()][0] == "money":
+                end = unit.end()
+        elif unit is None:
             continue
-        dimension, size, zero = _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()]
+        else:
+            dimension, size, zero = _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()]
+            end = unit.end()
         # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
         written = number_value(text[a:b])
         scale = float(Decimal(value) / Decimal(written)) if PLAIN_NUMBER.fullmatch(written) and float(written) else 1.0
@@ -416,7 +479,10 @@ def measures(
         else:
             low, high = _value_bounds(written if scale != 1.0 else value, hedge_here)
             low, high = low * scale, high * scale
-        out.append((a, unit.end(), (dimension, low * size + zero, high * size + zero, size)))
+        if dimension == "money":  # an amount keeps its value; the size names its currency
+            out.append((a, end, (dimension, low, high, size)))
+        else:
+            out.append((a, end, (dimension, low * size + zero, high * size + zero, size)))
     return out
 
 
@@ -445,14 +511,14 @@ def same_measure(answer: Measure, source: Measure) -> bool:
     """Whether a source's measurement holds the answer's in another unit: the same
     dimension, another unit, and value ranges that overlap (the answer's value is a
     rounding of the source's, converted). A measurement in the same unit is the match
-    rule's plain value comparison, not this.
+    rule's plain value comparison, not this, and money is never converted.
 
     >>> tower = measures("330 m")[0][2]
     >>> [same_measure(measures(t)[0][2], tower) for t in ("1,083 feet", "1,000 feet", "0.33 km", "330 metres")]
     [True, False, True, False]
     """
     return (
-        answer[0] == source[0] and not math.isclose(answer[3], source[3], rel_tol=1e-9)
+        answer[0] == source[0] != "money" and not math.isclose(answer[3], source[3], rel_tol=1e-9)
         # Overlap, with room for the conversion's float rounding (0.33 km is 330 m).
         and answer[1] <= source[2] + _ROUNDING * abs(source[2]) and source[1] <= answer[2] + _ROUNDING * abs(answer[2])
     )
