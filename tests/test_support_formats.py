@@ -1,9 +1,9 @@
 """The support flag on values written another way, end to end with the default model.
 
 Two companies' reports that disagree, a weather note, a tower's page, a short biography, a
-timetable and a poll (written for this test): amounts with abbreviated scales, measurements
-in other units, dates in digits, decades and centuries, ranges, times, currencies, names with
-titles or initials, possessive subjects and comparisons. Each row was a wrong status when the library was tried this way (docs/reports/
+timetable, a poll, a drug's approval, a match and a city (written for this test): amounts with abbreviated scales, measurements
+in other units, roundings, dates in digits, decades and centuries, ranges, scores, times,
+currencies, names with titles or initials, acronyms, possessive subjects and comparisons. Each row was a wrong status when the library was tried this way (docs/reports/
 support.md, "Other formats"); the rows that were already right guard the other direction.
 """
 
@@ -36,6 +36,9 @@ SOURCES = [
     )},
     {"id": "train", "text": "The first train leaves at 17:30 and arrives at 21:05. A ticket costs €45.50."},
     {"id": "poll", "text": "In the survey, 62 percent of respondents backed the plan, while 25% opposed it."},
+    {"id": "drug", "text": "The drug was approved in the United States in 1974."},
+    {"id": "match", "text": "France beat Croatia 4–2 in the 2018 World Cup final in Moscow on 15 July 2018."},
+    {"id": "city", "text": "Zurich has a population of 421,878 (2020) and covers 87.88 km²."},
 ]
 
 # (question, answer, keyword, expected status, the source it is cited to or conflicts with)
@@ -84,6 +87,14 @@ ROWS = [
     ("What was Acme's revenue?", "Acme's revenue was 4.2 billion euros in 2023.", "4.2 billion euros", "contradicted", "acme"),
     # a count in words opening the sentence was a word ("Sixty-two" unsupported)
     ("What did the survey find?", "Sixty-two percent backed the plan.", "Sixty-two", "supported", "poll"),
+    # dotted initials are an acronym: "U.S." was contradicted by "United States"
+    ("Where was it approved?", "The drug was approved in the U.S. in 1974.", "U.S.", "supported", "drug"),
+    # a score's values the other way round were supported
+    ("Who won the final?", "France won the 2018 World Cup final 2-4 against Croatia.", "2-4", "unsupported", None),
+    ("Who won the final?", "France won the 2018 World Cup final 4-2 against Croatia.", "4-2", "supported", "match"),
+    # a value rounded from one with more decimals was contradicted by it
+    ("How big is Zurich?", "Zurich covers 88 square kilometres.", "88 square kilometres", "supported", "city"),
+    ("How big is Zurich?", "Zurich covers 89 square kilometres.", "89 square kilometres", "contradicted", "city"),
 ]
 
 

@@ -194,6 +194,40 @@ def test_times_and_currencies(answer, keyword, sentence, expected):
     assert held_in(sentence, keyword) == expected
 
 
+@pytest.mark.parametrize(
+    "keyword, sentence, expected",
+    [
+        # a measurement is held by one in its unit with more decimals that rounds to it
+        ("88 km²", "Zurich covers 87.88 km².", True),
+        ("87.9 km²", "Zurich covers 87.88 km².", True),
+        ("89 km²", "Zurich covers 87.88 km².", False),
+        ("87.8 km²", "Zurich covers 87.88 km².", False),
+        ("62%", "It was backed by 61.8 percent.", True),
+        ("87.88 km²", "Zurich covers 88 km².", False),  # more precise than its source
+        # a bare number is not (a table's 50.3 does not hold "50 points"), nor a whole
+        # number's zeros (that takes a hedge)
+        ("88", "Zurich covers 87.88 km².", False),
+        ("50 points", "|26||50.3||0.8|", False),
+        ("422,000", "It has 421,878 inhabitants.", False),
+        # a score's or a range's values in order
+        ("4–2", "France beat Croatia 4-2 in the final.", True),
+        ("2-4", "France beat Croatia 4–2 in the final.", False),
+        ("20-40 mg", "Children receive 20 to 40 mg per day.", True),
+    ],
+)
+def test_roundings_and_ordered_pairs(keyword, sentence, expected):
+    assert held_in(sentence, keyword) == expected
+
+
+def test_dotted_initials_are_an_acronym():
+    facts = [sentence_facts("It was approved in the United States."), sentence_facts("It was approved in the U.S. in 1974.")]
+    source = np.array([0, 1])
+    assert holding_mask(keyword_facts("U.S.", "name"), facts, source).tolist() == [True, True]
+    assert holding_mask(keyword_facts("US", "name"), facts, source).tolist() == [True, True]
+    assert holding_mask(keyword_facts("United States", "name"), facts, source).tolist() == [True, True]
+    assert holding_mask(keyword_facts("U.K.", "name"), facts, source).tolist() == [False, False]
+
+
 def test_a_count_in_words_opening_a_sentence_is_a_number():
     kinds = {k.text: k.kind for k in find_keywords("Sixty-two percent agreed. Fifteen came. Second, it rained.")}
     assert (kinds["Sixty-two"], kinds["Fifteen"], kinds["Second"]) == ("number", "number", "word")

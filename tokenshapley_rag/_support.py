@@ -55,6 +55,7 @@ from tokenshapley_rag._values import (
     measures,
     near_value,
     rank_values,
+    rounds_measure,
     same_measure,
     spell_numeric_dates,
     year_range,
@@ -181,6 +182,9 @@ class SentenceFacts:
     # Its measurements (:func:`~tokenshapley_rag._values.measures`): a number with a unit
     # the match rule converts ("330 metres" holds "1,083 feet").
     measures: frozenset[Measure] = frozenset()
+    # Its number keywords written as two values joined by a dash, in order ("4–2"): a score
+    # or a range, which the same values the other way round ("2-4") do not match.
+    pairs: frozenset[tuple[str, ...]] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -208,7 +212,10 @@ def sentence_facts(text: str) -> SentenceFacts:
         words=frozenset(words),
         stems=frozenset(light_stem(w) for w in words),
         names=names,
-        acronyms=frozenset(_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)),
+        acronyms=frozenset(
+            [_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)]
+            + [_fold(k.text.replace(".", "")) for k in keywords if k.kind == "name" and _is_dotted_acronym(k.text)]
+        ),
         year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
         cardinals=cardinal_values(text),
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
@@ -216,7 +223,27 @@ def sentence_facts(text: str) -> SentenceFacts:
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
         denied=_denied(text),
         measures=frozenset(m for _, _, m in measures(text, values=values)),
+        pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
     )
+
+
+_DASH_PAIR = re.compile(r"[^\d]*\d[\d.,]*\s?[-–—]\s?[^\d]*\d")
+
+
+def _dash_pair(text: str) -> tuple[str, ...] | None:
+    """The two values of a number keyword written "X-Y" ("4–2", "$700-$1000"), in order."""
+    if not _DASH_PAIR.match(text):
+        return None
+    values = tuple(v for _, _, v in all_values(text))
+    return values if len(values) == 2 else None
+
+
+# Initials with periods and nothing else ("U.S.", "U.K."): an acronym, one word.
+_DOTTED_INITIALS = re.compile(r"(?:[^\W\d_]\.){2,}")
+
+
+def _is_dotted_acronym(text: str) -> bool:
+    return _DOTTED_INITIALS.fullmatch(text.strip()) is not None and text.isupper()
 
 
 def _denied(text: str) -> frozenset[str]:
@@ -323,6 +350,8 @@ class KeywordFacts:
     # A decade's or a century's years, first and last (:func:`~tokenshapley_rag._values.year_range`):
     # "the 1880s" is held by a sentence dating something 1889.
     years: tuple[int, int] | None = None
+    # Its two values when written "X-Y" (a score or a range: :func:`_dash_pair`).
+    pair: tuple[str, ...] | None = None
     # A slashed date whose day and month could be swapped ("03/04/2022"): its facts as
     # written and those of both dates it may be, any of which holds it.
     readings: tuple[KeywordFacts, ...] = ()
@@ -353,8 +382,10 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
         MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
     words = tuple(_name_words(text)) if kind == "name" else ()
+    if kind == "name" and _is_dotted_acronym(text):
+        words = (_fold(text.strip().replace(".", "")),)  # "U.S." is the acronym "us"
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
-    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
+    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0].replace(".", ""))
     cardinals = cardinal_values(text) if kind == "number" else frozenset()
     dimensions = frozenset(
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
@@ -363,7 +394,8 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     measured = measures(text, hedge) if kind == "number" and len(numbers) == 1 else []
     measure = measured[0][2] if len(measured) == 1 else None
     years = year_range(text) if kind == "date" else None
-    facts = KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years)
+    pair = _dash_pair(text) if kind == "number" else None
+    facts = KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years, pair)
     readings = [keyword_facts(t, "date") for t in date_readings(text)] if kind == "date" else []
     # An ambiguous date is held as written, or as either date it may be.
     return dataclasses.replace(facts, readings=(facts, *readings)) if readings else facts
@@ -377,16 +409,19 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return bool(k.stems) and k.stems <= f.stems
         if k.years is not None:  # a decade or a century: the same one, or a date within it
             return k.numbers <= f.dates or any(is_year(v) and k.years[0] <= int(v) <= k.years[1] for v in f.dates)
+        if k.pair is not None and k.pair not in f.pairs and k.pair[::-1] in f.pairs:
+            return False  # "2-4" is not held by "4–2"
         exact = (
             k.numbers <= f.numbers and k.cardinals <= f.cardinals and k.dimensions <= f.stems
             and k.months <= f.months and _dates_agree(k, f)
         )
         if k.measure is not None:
-            # The same measurement in another unit ("1,083 feet" in "330 metres tall"); the
-            # same number in another unit is another measurement ("2,850 miles" is not
-            # held by "2,850 kilometres").
+            # The same measurement in another unit ("1,083 feet" in "330 metres tall") or
+            # rounded in its own ("88 square kilometres" in "87.88 km²"); the same number in
+            # another unit is another measurement ("2,850 miles" is not held by "2,850
+            # kilometres").
             measured = [m for m in f.measures if m[0] == k.measure[0]]
-            if any(same_measure(k.measure, m) for m in measured):
+            if any(same_measure(k.measure, m) or rounds_measure(k.measure, m) for m in measured):
                 return True
             if exact and measured and not any(_same_unit_and_value(k.measure, m) for m in measured):
                 return False

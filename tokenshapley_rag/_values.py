@@ -37,6 +37,7 @@ __all__ = [
     "number_hedge",
     "range_hedges",
     "rank_values",
+    "rounds_measure",
     "same_measure",
     "spell_numeric_dates",
     "year_range",
@@ -128,8 +129,13 @@ def spell_numeric_dates(text: str) -> str:
     >>> spell_numeric_dates("31.03.1889, 14/07/2022, 7/14/2022, 03/04/2022, 1.5.2.2021, 45/07/2022, on 1.4.1990.")
     '31 March 1889, 14 July 2022, 14 July 2022, 03/04/2022, 1.5.2.2021, 45/07/2022, on 1 April 1990.'
     """
+    if _DIGITS_JOINED.search(text) is None:  # most sentences: no date in digits to read
+        return text
     text = _ISO_DATE.sub(_iso_date, text)
     return _NUMERIC_DATE.sub(_numeric_date, text)
+
+
+_DIGITS_JOINED = re.compile(r"\d[-./]\d")
 
 
 def all_values(text: str) -> list[tuple[int, int, str]]:
@@ -391,6 +397,7 @@ _SPEED = {
     ("mph", "miles per hour"): 0.44704,
     ("m/s", "metres per second", "meters per second"): 1.0,
 }
+_PERCENT = ("%", "percent", "per cent", "pct")
 _TEMPERATURE = {
     ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
     ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
@@ -417,6 +424,7 @@ _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("speed", size, 0.0) for names, size in _SPEED.items() for u in names},
     **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in _TEMPERATURE.items() for u in names},
     **{u: ("money", size, 0.0) for u, size in _CURRENCY_OF.items() if u.isalpha() or " " in u},
+    **{u: ("percent", 1.0, 0.0) for u in _PERCENT},
 }
 # The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
 # tower") between them, the longest unit first; no letter or digit may follow.
@@ -505,6 +513,25 @@ def _value_bounds(value: str, hedge: str) -> tuple[float, float]:
     if hedge == "at least":
         return v, v + place
     return v - place, v  # at most
+
+
+def rounds_measure(answer: Measure, source: Measure) -> bool:
+    """Whether the answer's measurement is the source's, in the same unit, rounded to the
+    answer's last written place: the source's value lies within half of that place of the
+    answer's ("88 square kilometres" for 87.88 km², "62%" for 61.8 percent; not "87.88 km²"
+    for 88 km², which is more precise than its source).
+
+    >>> area, = (m for _, _, m in measures("87.88 km²"))
+    >>> [rounds_measure(measures(t)[0][2], area) for t in ("88 km²", "87.9 km²", "89 km²", "88 sq mi")]
+    [True, True, False, False]
+    >>> rounds_measure(area, measures("88 km²")[0][2])
+    False
+    """
+    middle = (source[1] + source[2]) / 2
+    return (
+        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
+        and answer[1] - _ROUNDING * abs(answer[1]) <= middle <= answer[2] + _ROUNDING * abs(answer[2])
+    )
 
 
 def same_measure(answer: Measure, source: Measure) -> bool:
