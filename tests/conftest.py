@@ -108,6 +108,21 @@ def ts(tmp_path_factory):
     return TokenShapley(cache_dir=make_cache_dir(tmp_path_factory.mktemp("session")))
 
 
+@pytest.fixture(scope="session")
+def attribute_once(ts):
+    """``ts.attribute`` of ``(sources, question, answer)``, each attributed once per session:
+    parametrized rows that look at one answer's keywords in turn share its result."""
+    memo = {}
+
+    def run(sources, question, answer):
+        key = (id(sources), question, answer)
+        if key not in memo:
+            memo[key] = ts.attribute(query=question, sources=sources, response=answer)
+        return memo[key]
+
+    return run
+
+
 class FakeLM:
     """A deterministic stand-in for ``tokenshapley_rag.benchmark._lm.ResponseLM`` (no model).
 

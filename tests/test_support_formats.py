@@ -99,15 +99,9 @@ ROWS = [
 
 
 @pytest.fixture(scope="module")
-def ask(ts):
-    memo = {}
-
-    def run(question, answer):
-        if (question, answer) not in memo:
-            memo[question, answer] = ts.attribute(query=question, sources=SOURCES, response=answer)
-        return memo[question, answer]
-
-    return run
+def ask(attribute_once):
+    """``ts.attribute`` over these sources, each (question, answer) attributed once."""
+    return lambda question, answer: attribute_once(SOURCES, question, answer)
 
 
 @pytest.mark.parametrize("question, answer, keyword, status, source", ROWS)

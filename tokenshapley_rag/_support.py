@@ -25,7 +25,6 @@ states the same predicate with another value, is *contradicted*, never supported
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import unicodedata
 import zlib
@@ -44,19 +43,16 @@ from tokenshapley_rag._segment import (
     value_spans,
     word_pieces,
 )
+from tokenshapley_rag._measures import Measure, measures, rounds_measure, same_measure, same_unit_and_value
 from tokenshapley_rag._values import (
     MONTHS,
     PLAIN_NUMBER,
-    Measure,
     all_values,
     cardinal_values,
     date_readings,
     is_year,
-    measures,
     near_value,
     rank_values,
-    rounds_measure,
-    same_measure,
     spell_numeric_dates,
     year_range,
 )
@@ -179,7 +175,7 @@ class SentenceFacts:
     # scope, :func:`negation_scopes`): "She never received a Nobel Prize." denies "received"
     # and "Nobel Prize".
     denied: frozenset[str] = frozenset()
-    # Its measurements (:func:`~tokenshapley_rag._values.measures`): a number with a unit
+    # Its measurements (:func:`~tokenshapley_rag._measures.measures`): a number with a unit
     # the match rule converts ("330 metres" holds "1,083 feet").
     measures: frozenset[Measure] = frozenset()
     # Its number keywords written as two values joined by a dash, in order ("4–2"): a score
@@ -344,7 +340,7 @@ class KeywordFacts:
     # How the answer qualifies a count (:func:`number_hedge`): "" (exact), "about", "at
     # least" or "at most". A hedged count is also held by the values it rounds or bounds.
     hedge: str = ""
-    # A number with a unit the match rule converts (:func:`~tokenshapley_rag._values.measures`,
+    # A number with a unit the match rule converts (:func:`~tokenshapley_rag._measures.measures`,
     # under ``hedge``): also held by a sentence measuring the same in another unit.
     measure: Measure | None = None
     # A decade's or a century's years, first and last (:func:`~tokenshapley_rag._values.year_range`):
@@ -423,7 +419,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             measured = [m for m in f.measures if m[0] == k.measure[0]]
             if any(same_measure(k.measure, m) or rounds_measure(k.measure, m) for m in measured):
                 return True
-            if exact and measured and not any(_same_unit_and_value(k.measure, m) for m in measured):
+            if exact and measured and not any(same_unit_and_value(k.measure, m) for m in measured):
                 return False
         if exact:
             return True
@@ -446,14 +442,6 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return any(_initials(name) == k.words[0] for name in f.names)
         return len(k.words) > 1 and _initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
-
-
-def _same_unit_and_value(answer: Measure, source: Measure) -> bool:
-    """Whether two measurements are in one unit and their value ranges meet."""
-    return (
-        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
-        and answer[1] <= source[2] and source[1] <= answer[2]
-    )
 
 
 def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:

@@ -4,13 +4,12 @@ Pure functions over text. A number's value is :func:`~tokenshapley_rag._segment.
 of its digits, or of its words ("fifteen", "second"), times a scale word after it ("2.9
 million" = 2900000); a count the answer hedges ("about 870,000", "more than 500,000") is held
 by the values it rounds or bounds (:func:`near_value`); a date in digits is read as the date
-it writes out (:func:`spell_numeric_dates`); a measurement is also held in another unit
-(:func:`measures`, :func:`same_measure`).
+it writes out (:func:`spell_numeric_dates`). Measurements and their units are in
+:mod:`~tokenshapley_rag._measures`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from decimal import Decimal
@@ -26,19 +25,15 @@ from tokenshapley_rag._segment import (
 
 __all__ = [
     "MONTHS",
-    "Measure",
     "PLAIN_NUMBER",
     "all_values",
     "cardinal_values",
     "date_readings",
     "is_year",
-    "measures",
     "near_value",
     "number_hedge",
     "range_hedges",
     "rank_values",
-    "rounds_measure",
-    "same_measure",
     "spell_numeric_dates",
     "year_range",
 ]
@@ -355,200 +350,3 @@ def year_range(date: str) -> tuple[int, int] | None:
     if m is not None and int(m.group(1)) >= 1:
         return 100 * (int(m.group(1)) - 1), 100 * int(m.group(1))
     return None
-
-
-# Units the match rule converts between (docs/method.md §8, "Units"): each unit's dimension,
-# its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
-# second, kelvin) and its zero there (temperature only). Units whose reading depends on
-# context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
-# without a scale, "L" and "l" (a letter).
-_LENGTH = {
-    ("mm", "millimetre", "millimetres", "millimeter", "millimeters"): 0.001,
-    ("cm", "centimetre", "centimetres", "centimeter", "centimeters"): 0.01,
-    ("m", "metre", "metres", "meter", "meters"): 1.0,
-    ("km", "kilometre", "kilometres", "kilometer", "kilometers"): 1000.0,
-    ("inch", "inches"): 0.0254,
-    ("ft", "foot", "feet"): 0.3048,
-    ("yd", "yard", "yards"): 0.9144,
-    ("mi", "mile", "miles"): 1609.344,
-}
-_MASS = {
-    ("mg", "milligram", "milligrams"): 1e-6,
-    ("g", "gram", "grams", "gramme", "grammes"): 0.001,
-    ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
-    ("tonne", "tonnes", "metric ton", "metric tons"): 1000.0,
-    ("lb", "lbs", "pound", "pounds"): 0.45359237,
-    ("oz", "ounce", "ounces"): 0.028349523125,
-}
-_VOLUME = {
-    ("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"): 0.001,
-    ("litre", "litres", "liter", "liters"): 1.0,
-    ("gallon", "gallons"): 3.785411784,
-}
-_AREA = {
-    ("m²", "m2", "square metre", "square metres", "square meter", "square meters", "sq m"): 1.0,
-    ("km²", "km2", "square kilometre", "square kilometres", "square kilometer", "square kilometers", "sq km"): 1e6,
-    ("ha", "hectare", "hectares"): 1e4,
-    ("acre", "acres"): 4046.8564224,
-    ("sq mi", "square mile", "square miles"): 2589988.110336,
-}
-_SPEED = {
-    ("km/h", "kph", "kilometres per hour", "kilometers per hour"): 1 / 3.6,
-    ("mph", "miles per hour"): 0.44704,
-    ("m/s", "metres per second", "meters per second"): 1.0,
-}
-_PERCENT = ("%", "percent", "per cent", "pct")
-_TEMPERATURE = {
-    ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
-    ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
-}
-# Money: each currency is a unit of its own dimension that is never converted (rates
-# change), so the same number in another currency is another amount. A dollar is any
-# dollar, and "¥" (yen or yuan) and "pounds" (a mass too) name no currency here.
-_CURRENCIES = {
-    ("$", "dollar", "dollars", "usd", "aud", "cad"): 1.0,
-    ("€", "euro", "euros", "eur"): 2.0,
-    ("£", "gbp", "sterling", "pounds sterling"): 3.0,
-    ("yen", "jpy"): 4.0,
-    ("yuan", "renminbi", "cny", "rmb"): 5.0,
-    ("₹", "rupee", "rupees", "inr"): 6.0,
-    ("franc", "francs", "chf"): 7.0,
-}
-_CURRENCY_OF = {u: size for names, size in _CURRENCIES.items() for u in names}
-_SIGN_BEFORE = re.compile(r"([$€£₹])\s?-?$")
-_UNIT_SIZES: dict[str, tuple[str, float, float]] = {
-    **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
-    **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
-    **{u.casefold(): ("volume", size, 0.0) for names, size in _VOLUME.items() for u in names},
-    **{u.casefold(): ("area", size, 0.0) for names, size in _AREA.items() for u in names},
-    **{u.casefold(): ("speed", size, 0.0) for names, size in _SPEED.items() for u in names},
-    **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in _TEMPERATURE.items() for u in names},
-    **{u: ("money", size, 0.0) for u, size in _CURRENCY_OF.items() if u.isalpha() or " " in u},
-    **{u: ("percent", 1.0, 0.0) for u in _PERCENT},
-}
-# The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
-# tower") between them, the longest unit first; no letter or digit may follow.
-_UNIT_AFTER = re.compile(
-    r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
-    r"[ \u00a0\u202f-]?("
-    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_UNIT_SIZES, key=len, reverse=True))
-    + r")(?![\w°²])",
-    re.IGNORECASE,
-)
-
-
-Measure = tuple[str, float, float, float]  # dimension, low and high in its base unit, the unit's size
-
-
-def measures(
-    text: str, hedge: str | None = "", values: list[tuple[int, int, str]] | None = None
-) -> list[tuple[int, int, Measure]]:
-    """The measurements of ``text``: ``(start, end, (dimension, low, high, size))`` for each
-    number followed by a unit the match rule converts. ``low`` and ``high`` bound the value
-    in the dimension's base unit: a number covers half of its last decimal place either
-    side (330 m: 329.5 to 330.5 metres); ``hedge`` (:func:`number_hedge`) widens that to
-    the values :func:`near_value` allows, and None reads each number's own hedge in
-    ``text``. ``size`` tells units apart (the unit's size in the base unit). ``values``:
-    :func:`all_values` of ``text`` when the caller has them.
-
-    >>> [(text[a:b], m[0], round(m[1], 2), round(m[2], 2)) for text in ["It is 330 metres (1,083 ft) tall."]
-    ...  for a, b, m in measures(text)]
-    [('330 metres', 'length', 329.5, 330.5), ('1,083 ft', 'length', 329.95, 330.25)]
-    >>> [(m[0], round(m[1] - 273.15, 3)) for _, _, m in measures("It reached 112.3 °F and 45 degrees Celsius.")]
-    [('temperature', 44.583), ('temperature', 44.5)]
-    >>> [(round(m[1] - 273.15), round(m[2] - 273.15)) for _, _, m in measures("about 40 °C", hedge=None)]
-    [(35, 45)]
-    >>> [(m[0], round(m[1]), round(m[2])) for _, _, m in measures("10.1 million kilograms")]  # to 0.1 million
-    [('mass', 10050000, 10150000)]
-    >>> [(t[a:b], m[0], m[3]) for t in ["$4.2 billion, 45.50 euros, €45.50, 12 USD"] for a, b, m in measures(t)]
-    [('4.2', 'money', 1.0), ('45.50 euros', 'money', 2.0), ('45.50', 'money', 2.0), ('12 USD', 'money', 1.0)]
-    """
-    out = []
-    for a, b, value in all_values(text) if values is None else values:
-        if not PLAIN_NUMBER.fullmatch(value):
-            continue
-        unit = _UNIT_AFTER.match(text, b)
-        sign = _SIGN_BEFORE.search(text, max(0, a - 3), a)
-        if sign is not None:  # "$4.2 billion", "€45.50": the sign is the unit
-            dimension, size, zero, end = "money", _CURRENCY_OF[sign.group(1)], 0.0, b
-            if unit is not None and _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()][0] == "money":
-                end = unit.end()
-        elif unit is None:
-            continue
-        else:
-            dimension, size, zero = _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()]
-            end = unit.end()
-        # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
-        written = number_value(text[a:b])
-        scale = float(Decimal(value) / Decimal(written)) if PLAIN_NUMBER.fullmatch(written) and float(written) else 1.0
-        hedge_here = number_hedge(text, a) if hedge is None else hedge
-        if hedge_here.startswith("between "):  # a range's ends are written values already
-            low, high = (float(v) for v in hedge_here.split()[1:])
-        else:
-            low, high = _value_bounds(written if scale != 1.0 else value, hedge_here)
-            low, high = low * scale, high * scale
-        if dimension == "money":  # an amount keeps its value; the size names its currency
-            out.append((a, end, (dimension, low, high, size)))
-        else:
-            out.append((a, end, (dimension, low * size + zero, high * size + zero, size)))
-    return out
-
-
-def _value_bounds(value: str, hedge: str) -> tuple[float, float]:
-    """The values a number written as ``value`` stands for under ``hedge``: half of its last
-    decimal place either side when exact, else what :func:`near_value` allows."""
-    digits = value.lstrip("-")
-    places = len(digits.partition(".")[2])
-    exact = float(Decimal(1).scaleb(-places)) / 2
-    v = float(value)
-    if not hedge:
-        return v - exact, v + exact
-    if places:
-        place = float(Decimal(1).scaleb(-places))
-    else:
-        zeros = len(digits) - len(digits.rstrip("0"))
-        place = float(Decimal(1).scaleb(zeros)) if digits.strip("0") else 1.0
-    if hedge == "about":
-        return v - place / 2, v + place / 2
-    if hedge == "at least":
-        return v, v + place
-    return v - place, v  # at most
-
-
-def rounds_measure(answer: Measure, source: Measure) -> bool:
-    """Whether the answer's measurement is the source's, in the same unit, rounded to the
-    answer's last written place: the source's value lies within half of that place of the
-    answer's ("88 square kilometres" for 87.88 km², "62%" for 61.8 percent; not "87.88 km²"
-    for 88 km², which is more precise than its source).
-
-    >>> area, = (m for _, _, m in measures("87.88 km²"))
-    >>> [rounds_measure(measures(t)[0][2], area) for t in ("88 km²", "87.9 km²", "89 km²", "88 sq mi")]
-    [True, True, False, False]
-    >>> rounds_measure(area, measures("88 km²")[0][2])
-    False
-    """
-    middle = (source[1] + source[2]) / 2
-    return (
-        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
-        and answer[1] - _ROUNDING * abs(answer[1]) <= middle <= answer[2] + _ROUNDING * abs(answer[2])
-    )
-
-
-def same_measure(answer: Measure, source: Measure) -> bool:
-    """Whether a source's measurement holds the answer's in another unit: the same
-    dimension, another unit, and value ranges that overlap (the answer's value is a
-    rounding of the source's, converted). A measurement in the same unit is the match
-    rule's plain value comparison, not this, and money is never converted.
-
-    >>> tower = measures("330 m")[0][2]
-    >>> [same_measure(measures(t)[0][2], tower) for t in ("1,083 feet", "1,000 feet", "0.33 km", "330 metres")]
-    [True, False, True, False]
-    """
-    return (
-        answer[0] == source[0] != "money" and not math.isclose(answer[3], source[3], rel_tol=1e-9)
-        # Overlap, with room for the conversion's float rounding (0.33 km is 330 m).
-        and answer[1] <= source[2] + _ROUNDING * abs(source[2]) and source[1] <= answer[2] + _ROUNDING * abs(answer[2])
-    )
-
-
-_ROUNDING = 1e-9
