@@ -369,6 +369,27 @@ def test_light_stem_folds_inflections_only():
     assert light_stem("long") != light_stem("along")
 
 
+@pytest.mark.parametrize(
+    "word, sentence, expected",
+    [
+        # an irregular past form is its verb's
+        ("won", "France wins the final.", True),
+        ("written", "She writes novels.", True),
+        ("held", "The company holds the patent.", True),
+        ("seen", "It can be seen from the road.", True),
+        # a four-letter -ed form is its verb's too
+        ("age", "She died in 1852, aged 36.", True),
+        ("aged", "She died at the age of 36.", True),
+        ("died", "Lovelace dies young in the film.", True),
+        # ... not another word that looks like one
+        ("shed", "She said so.", False),
+        ("won", "It was a new way.", False),
+    ],
+)
+def test_inflected_copies_are_held(word, sentence, expected):
+    assert held_in(sentence, word, "word") == expected
+
+
 def _status(text, kind, answer, subject=None, predicate=None, agreement=PREDICATE_AGREEMENT, topic=False):
     k = keyword_facts(text, kind)
     mask = holding_mask(k, FACTS, SENTENCE_SOURCE)

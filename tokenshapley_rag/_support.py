@@ -120,15 +120,43 @@ def _drops_e(w: str) -> bool:
     return w[-2] not in _VOWELS and w[-3] in _VOWELS and w[-4] not in _VOWELS
 
 
+# Irregular past forms and participles, folded to their verb before stemming: "won" is held
+# by "wins", "written" by "writes", "held" by "holds". (Only forms that are rarely another
+# word: not "left", "rose", "saw", "found", ...)
+_IRREGULAR = {
+    form: verb
+    for verb, forms in {
+        "see": "seen", "write": "wrote written", "take": "took taken", "give": "gave given", "know": "knew known",
+        "begin": "began begun", "build": "built", "hold": "held", "win": "won", "lose": "lost", "pay": "paid",
+        "sell": "sold", "tell": "told", "think": "thought", "bring": "brought", "buy": "bought", "catch": "caught",
+        "teach": "taught", "fight": "fought", "seek": "sought", "keep": "kept", "meet": "met", "run": "ran",
+        "speak": "spoke spoken", "choose": "chose chosen", "rise": "risen", "fall": "fell fallen", "grow": "grew grown",
+        "draw": "drew drawn", "fly": "flew flown", "throw": "threw thrown", "wear": "wore worn", "break": "broke broken",
+        "freeze": "froze frozen", "steal": "stole stolen", "drive": "drove driven", "ride": "rode ridden",
+        "eat": "ate eaten", "go": "went gone", "come": "came", "become": "became", "sing": "sang sung",
+        "swim": "swam swum", "sink": "sank sunk", "shoot": "shot", "feel": "felt", "send": "sent", "spend": "spent",
+        "lend": "lent", "hide": "hid hidden", "forget": "forgot forgotten", "get": "got gotten", "sit": "sat",
+        "stand": "stood", "understand": "understood", "dig": "dug", "strike": "struck", "swear": "swore sworn",
+        "shake": "shook shaken", "wake": "woke woken", "forbid": "forbade forbidden", "lead": "led", "flee": "fled",
+        "feed": "fed", "bleed": "bled", "breed": "bred", "slay": "slew slain", "tear": "tore torn",
+    }.items()
+    for form in forms.split()
+}
+
+
 def light_stem(word: str) -> str:
-    """A conservative inflection folder for English (plural, -ed, -ing, -ly, possessive).
+    """A conservative inflection folder for English (plural, -ed, -ing, -ly, possessive;
+    irregular past forms by their verb).
 
     >>> [light_stem(w) for w in ["flows", "flowed", "flowing", "cities", "making", "Physics", "long", "running", "bus"]]
     ['flow', 'flow', 'flow', 'city', 'mak', 'physic', 'long', 'run', 'bus']
     >>> [light_stem(w) for w in ["believe", "believing", "troubled", "trouble", "Maine", "main"]]
     ['believ', 'believ', 'troubl', 'troubl', 'maine', 'main']
+    >>> [light_stem(w) for w in ["won", "wins", "written", "writes", "held", "holding", "aged", "age", "used", "uses"]]
+    ['win', 'win', 'writ', 'writ', 'hold', 'hold', 'age', 'age', 'use', 'use']
     """
     w = _fold(word)
+    w = _IRREGULAR.get(w, w)
     for suffix in ("'s", "\u2019s"):
         if w.endswith(suffix):
             w = w[: -len(suffix)]
@@ -138,6 +166,8 @@ def light_stem(word: str) -> str:
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
+    if len(w) == 4 and w.endswith("ed") and w[1] != "e" and w not in ("shed", "sled"):
+        w = w[:3]  # aged / age, used / use, died / die: four letters, the -ed rule below needs five
     for suffix in ("ing", "ed", "ly"):
         if len(w) > len(suffix) + 2 and w.endswith(suffix):
             w = w[: -len(suffix)]
