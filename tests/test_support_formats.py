@@ -84,6 +84,7 @@ ROWS = [
     # another amount
     ("How much is a ticket?", "A ticket costs 45.50 euros.", "45.50 euros", "supported", "train"),
     ("How much is a ticket?", "A ticket costs 45.50 dollars.", "45.50 dollars", "unsupported", None),
+    ("How much is a ticket?", "A ticket costs EUR 45.50.", "EUR 45.50", "supported", "train"),
     ("What was Acme's revenue?", "Acme's revenue was 4.2 billion euros in 2023.", "4.2 billion euros", "contradicted", "acme"),
     # a count in words opening the sentence was a word ("Sixty-two" unsupported)
     ("What did the survey find?", "Sixty-two percent backed the plan.", "Sixty-two", "supported", "poll"),

@@ -77,7 +77,7 @@ _CURRENCIES = {
     ("franc", "francs", "chf"): 7.0,
 }
 _CURRENCY_OF = {u: size for names, size in _CURRENCIES.items() for u in names}
-_SIGN_BEFORE = re.compile(r"([$€£₹])\s?-?$")
+_SIGN_BEFORE = re.compile(r"([$€£₹]|\b(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD)\b)\s?-?$")
 _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
     **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
@@ -122,23 +122,26 @@ def measures(
     [(35, 45)]
     >>> [(m[0], round(m[1]), round(m[2])) for _, _, m in measures("10.1 million kilograms")]  # to 0.1 million
     [('mass', 10050000, 10150000)]
-    >>> [(t[a:b], m[0], m[3]) for t in ["$4.2 billion, 45.50 euros, €45.50, 12 USD"] for a, b, m in measures(t)]
-    [('4.2', 'money', 1.0), ('45.50 euros', 'money', 2.0), ('45.50', 'money', 2.0), ('12 USD', 'money', 1.0)]
+    >>> [(t[a:b], m[0], m[3]) for t in ["$4.2 billion, 45.50 euros, €45.50, 12 USD, EUR 9"] for a, b, m in measures(t)]
+    [('4.2', 'money', 1.0), ('45.50 euros', 'money', 2.0), ('45.50', 'money', 2.0), ('12 USD', 'money', 1.0), ('9', 'money', 2.0)]
     """
     out = []
     for a, b, value in all_values(text) if values is None else values:
         if not PLAIN_NUMBER.fullmatch(value):
             continue
         unit = _UNIT_AFTER.match(text, b)
-        sign = _SIGN_BEFORE.search(text, max(0, a - 3), a)
-        if sign is not None:  # "$4.2 billion", "€45.50": the sign is the unit
-            dimension, size, zero, end = "money", _CURRENCY_OF[sign.group(1)], 0.0, b
-            if unit is not None and _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()][0] == "money":
+        # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
+        unit_size = _UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
+        sign = _SIGN_BEFORE.search(text, max(0, a - 5), a)
+        currency = _CURRENCY_OF.get(sign.group(1).casefold()) if sign is not None else None
+        if currency is not None:  # "$4.2 billion", "€45.50": the sign is the unit
+            dimension, size, zero, end = "money", currency, 0.0, b
+            if unit_size is not None and unit_size[0] == "money":
                 end = unit.end()
-        elif unit is None:
+        elif unit_size is None:
             continue
         else:
-            dimension, size, zero = _UNIT_SIZES[re.sub(r"\s+", " ", unit.group(1)).casefold()]
+            dimension, size, zero = unit_size
             end = unit.end()
         # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
         written = number_value(text[a:b])

@@ -90,7 +90,9 @@ _ERA = r"(?:BC|BCE|AD|CE)(?!\w)"
 # A number's value: an optional sign, digit groups with thousands separators, decimals.
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
-_CURRENCY = r"(?:[$€£¥₹]\s?|#)"
+# A currency sign, or a currency code before the amount ("EUR 45.50", "US$ 12", "A$12").
+_CURRENCY_CODE = r"(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD)\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
+_CURRENCY = rf"(?:[$€£¥₹]\s?|#|{_CURRENCY_CODE})"
 # A scale word, or its abbreviation ("$4.2bn", "3 mln"); a capital K, M or B glued to the
 # digits ("$500M", "3.5B", "50k") is one too.
 _MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred|bn|tn|mn|mln|bln)(?!\w)|(?<=\d)[kKMB](?!\w))"
@@ -124,7 +126,7 @@ _KEYWORD = re.compile(
     rf"|\d{{1,2}}(?:st|nd|rd|th)[\s-]+centur(?:y|ies)(?:\s+{_ERA})?(?!\w)|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
     rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
     r"))"
-    r"|(?P<number>(?=[\d$€£¥₹#+\-\u2212])"
+    rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|{_CURRENCY_CODE})"
     rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?{_UNIT}?(?!\w)"
     r")"
     r"|(?P<name>"

@@ -145,8 +145,8 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['2900000', '2900000', '2900000000', '4000000000', '2000', '1.5']
     >>> [v for _, _, v in all_values("at 17:30, 5:30 pm, 5 p.m., 05:30, 12:15 am, 12 PM, 5 pm-ish")]
     ['17:30', '17:30', '17:00', '5:30', '0:15', '12:00', '17:00']
-    >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln")]
-    ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000']
+    >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln, EUR 2m")]
+    ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000', '2000000']
     """
     values = value_spans(text) + word_number_spans(text)
     return sorted([(a, b, _clock(text, b, _scaled(text, a, b, v))) for a, b, v in values] + rank_superlative_spans(text))
@@ -181,7 +181,7 @@ _SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillio
 # A letter glued to the digits: K, M and B scale any number ("3.5M users"), a lowercase k
 # too ("50k"); a lowercase m only after a currency sign ("€12.5m"): "12.5m" alone is metres.
 _SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
-_CURRENCY_BEFORE = re.compile(r"[$€£¥₹]\s?-?$")
+_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD))\s?-?$")
 PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -193,7 +193,7 @@ def _scaled(text: str, start: int, end: int, value: str) -> str:
     m = _SCALE_AFTER.match(text, end)
     scale = m.group(1).lower() if m is not None else None
     if scale is None and (g := _SCALE_GLUED.match(text, end)) is not None:
-        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 3), start):
+        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 5), start):
             scale = (g.group(1) or g.group(2)).lower()
     if scale is None:
         return value
