@@ -19,7 +19,7 @@ from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge
 __all__ = ["Measure", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
 
 
-# Units the match rule converts between (docs/method.md §8, "Units"): each unit's dimension,
+# Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
 # its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
 # second, kelvin) and its zero there (temperature only). Units whose reading depends on
 # context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
@@ -106,7 +106,8 @@ def measures(
     text: str, hedge: str | None = "", values: list[tuple[int, int, str]] | None = None
 ) -> list[tuple[int, int, Measure]]:
     """The measurements of ``text``: ``(start, end, (dimension, low, high, size))`` for each
-    number followed by a unit the match rule converts. ``low`` and ``high`` bound the value
+    number with a unit the match rule reads, after it ("330 metres", "45.50 euros") or, for
+    money, a currency sign or code before it ("$4.2 billion"). ``low`` and ``high`` bound the value
     in the dimension's base unit: a number covers half of its last decimal place either
     side (330 m: 329.5 to 330.5 metres); ``hedge`` (:func:`number_hedge`) widens that to
     the values :func:`near_value` allows, and None reads each number's own hedge in

@@ -411,7 +411,7 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     if kind == "name" and _is_dotted_acronym(text):
         words = (_fold(text.strip().replace(".", "")),)  # "U.S." is the acronym "us"
     stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
-    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0].replace(".", ""))
+    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
     cardinals = cardinal_values(text) if kind == "number" else frozenset()
     dimensions = frozenset(
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
@@ -515,9 +515,9 @@ def _key(tag: str, value: str) -> int:
 
 def fact_keys(f: SentenceFacts) -> np.ndarray:
     """The keys (:func:`_key`) of the facts a keyword is looked up by: numbers (``n``),
-    months (``m``), words (``w``), stems (``s``), each name's initials (``i``),
-    acronyms (``a``) and the dimensions it measures (``d``). A sentence that holds a keyword has every key of one of the
-    keyword's requirements (:func:`_requirements`)."""
+    months (``m``), words (``w``), stems (``s``), each name's initials (``i``), acronyms
+    (``a``) and the dimensions it measures (``d``). A sentence that holds a keyword has
+    every key of one of the keyword's requirements (:func:`_requirements`)."""
     tagged: list[tuple[str, Iterable[str]]] = [
         ("n", f.numbers), ("m", map(str, f.months)), ("w", f.words), ("s", f.stems),
         ("i", (_initials(name) for name in f.names)), ("a", f.acronyms), ("d", {m[0] for m in f.measures}),
