@@ -62,7 +62,12 @@ ROWS = [
     ("When was Seville hottest?", "Seville reached 44.6 °C on 14.06.2022.", "14.06.2022", "contradicted", "weather"),
     # a decade or a century holding the date was unsupported
     ("When was it completed?", "The Eiffel Tower was completed in the 1880s.", "1880s", "supported", "tower"),
-    ("When was it completed?", "The Eiffel Tower was completed in the late 19th century.", "19th century", "supported", "tower"),
+    ("When was it completed?", "The Eiffel Tower was completed in the late 19th century.", "late 19th century", "supported", "tower"),
+    ("When was it completed?", "The Eiffel Tower was completed in the nineteenth century.", "nineteenth century", "supported", "tower"),
+    # a date another document holds, against the subject's page that states the claim's own
+    # words with another date: 1815 was supported by Ada Lovelace's birth
+    ("When was it completed?", "The Eiffel Tower was completed in 1815.", "1815", "contradicted", "tower"),
+    ("When was it completed?", "The Eiffel Tower was completed in the early 19th century.", "early 19th century", "contradicted", "tower"),
     # a range holding the value: both ends were contradicted
     ("What was Acme's revenue?", "Acme's revenue was between $4 billion and $4.5 billion.", "$4 billion", "supported", "acme"),
     ("What was Acme's revenue?", "Acme's revenue was between $4 billion and $4.5 billion.", "$4.5 billion", "supported", "acme"),

@@ -291,6 +291,10 @@ def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expect
         ("1870s", "It was completed on 31 March 1889.", False),
         ("19th century", "It was completed on 31 March 1889.", True),
         ("late 19th century", "It was completed in 1889.", True),
+        ("early 19th century", "It was completed in 1889.", False),  # early: its first 40 years
+        ("nineteenth century", "It was completed on 31 March 1889.", True),
+        ("mid-1960s", "It opened in 1961.", False),
+        ("early 1820s", "He died on 5 May 1821.", True),
         ("18th century", "It was completed on 31 March 1889.", False),
         ("19th century", "It has 19 floors.", False),
         ("19th century", "It was a 19th-century tower.", True),
@@ -299,7 +303,7 @@ def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expect
 def test_a_date_in_digits_a_decade_and_a_century(date, sentence, expected):
     kind = "date"
     assert [(k.text, k.kind) for k in find_keywords(f"It was in the {date}.") if k.kind in ("date", "number")][-1][1] == kind
-    assert held_in(sentence, date.removeprefix("late "), kind) == expected
+    assert held_in(sentence, date, kind) == expected
 
 
 @pytest.mark.parametrize(
@@ -441,6 +445,32 @@ def test_a_topic_value_only_other_documents_hold_is_judged_as_unheld():
     # a value the subject's own document holds is unaffected
     status, allowed, _ = _status("1867", "date", "Marie Curie was born in 1867.", "Marie Curie", pred, topic=True)
     assert status == "supported" and allowed.tolist() == [False, False, True, False, False]
+
+
+def test_a_value_held_elsewhere_is_contradicted_by_the_anchor_sentence_with_the_claims_words():
+    # "The Eiffel Tower was completed in 1815.": the predicate game gave the tower's sentences
+    # negative values, so the tower's "completed" sentence is found by the claim's words.
+    texts = [
+        ("tower", "The Eiffel Tower is 330 metres tall."),
+        ("tower", "It was completed on 31 March 1889 after two years of construction."),
+        ("bio", "Ada Lovelace was born on 10 December 1815 in London."),
+    ]
+    facts = [sentence_facts(t) for _, t in texts]
+    document = np.array([0, 0, 1])
+    answer = sentence_facts("The Eiffel Tower was completed in 1815.")
+    k = keyword_facts("1815", "date")
+    held = holding_mask(k, facts, document)
+    predicate = np.array([-0.1, -0.05, 0.3])
+    anchor = np.array([True, False])
+    status, _, rival = keyword_status(k, held, anchor, predicate, document, facts, answer,
+                                      claim_words=frozenset({light_stem("completed")}))
+    assert (status, rival) == ("contradicted", 1)
+    # without the claim's words (or when the holder states them too) the predicate game decides
+    assert keyword_status(k, held, anchor, predicate, document, facts, answer)[0] == "supported"
+    facts[2] = sentence_facts("Ada Lovelace's house was completed in 1815 in London.")
+    held = holding_mask(k, facts, document)
+    assert keyword_status(k, held, anchor, predicate, document, facts, answer,
+                          claim_words=frozenset({light_stem("completed")}))[0] == "supported"
 
 
 def test_unheld_value_is_contradicted_by_the_subjects_other_value_or_unsupported():

@@ -87,6 +87,13 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 # One day, or a range of days sharing the month that follows or precedes ("12 and 27 August").
 _DAYS = rf"{_DAY}(?:\s*[-–]\s*{_DAY}|\s+(?:to|and|through|until|till)\s+{_DAY})?"
 _ERA = r"(?:BC|BCE|AD|CE)(?!\w)"
+# The part of a decade or a century a date names ("early 1820s", "mid-15th century").
+_PART = r"(?:(?:[Ee]arly|[Mm]id|[Ll]ate)[\s-])?"
+# A century's ordinal in words ("nineteenth", "twenty-first"), capital or not.
+_ORDINAL_WORD = (
+    r"(?:(?:[Tt]wenty-)?(?:[Ff]irst|[Ss]econd|[Tt]hird|[Ff]ourth|[Ff]ifth|[Ss]ixth|[Ss]eventh|[Ee]ighth|[Nn]inth)"
+    r"|[Tt]enth|[Ee]leventh|[Tt]welfth|(?:[Tt]hir|[Ff]our|[Ff]if|[Ss]ix|[Ss]even|[Ee]igh|[Nn]ine)teenth|[Tt]wentieth)"
+)
 # A number's value: an optional sign, digit groups with thousands separators, decimals.
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
@@ -113,7 +120,7 @@ _UNIT = (
 )
 _VALUE_RE = rf"{_SIGN}{_NUMBER}(?:['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
 _KEYWORD = re.compile(
-    r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early-|mid-|late-)\d?)"  # (a quick test)
+    r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early[\s-]|mid[\s-]|late[\s-])\d?|[a-z]+(?:-[a-z]+)?[\s-]centur)"  # (a quick test)
     rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+\d{{3,4}}(?!\d)"  # June 5, 2021; December 6 through 29, 1927
     rf"|{_WEEKDAY}{_DAYS}\s+(?:of\s+)?{_MONTH}(?!\w),?\s+\d{{3,4}}(?!\d)"  # Saturday 20 May 1217; 12 and 27 August 2011
     rf"|{_MONTH}\s+\d{{4}}(?!\d)"  # June 2021
@@ -122,8 +129,9 @@ _KEYWORD = re.compile(
     rf"|{_WEEKDAY}{_MONTH}\s+{_DAY}(?![\d\w])"  # February 8
     rf"|{_WEEKDAY}{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)"  # 14 August
     r"|(?:[Ss]pring|[Ss]ummer|[Aa]utumn|[Ff]all|[Ww]inter)\s+\d{4}(?!\d)"  # spring 2022
-    r"|(?:(?:early|mid|late)-)?(?:1\d|20)\d0['’]?s(?!\w)"  # 1960s, mid-1960s
-    rf"|\d{{1,2}}(?:st|nd|rd|th)[\s-]+centur(?:y|ies)(?:\s+{_ERA})?(?!\w)|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
+    rf"|{_PART}(?:1\d|20)\d0['’]?s(?!\w)"  # 1960s, mid-1960s, early 1820s
+    rf"|{_PART}(?:\d{{1,2}}(?:st|nd|rd|th)|{_ORDINAL_WORD})[\s-]+centur(?:y|ies)(?:\s+{_ERA})?(?!\w)"  # late 19th century, the fifteenth century
+    rf"|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
     rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
     r"))"
     rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|{_CURRENCY_CODE})"

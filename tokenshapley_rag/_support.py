@@ -745,6 +745,7 @@ def keyword_status(
     predicate_weight: float = 1.0,
     *,
     topic: bool = False,
+    claim_words: frozenset[str] = frozenset(),
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -844,6 +845,14 @@ def keyword_status(
     rival, best = _rival(k, pool, predicate, facts, answer)
     if rival >= 0 and held.any() and best >= tolerance * float(predicate[beside].max()):
         return "contradicted", np.zeros_like(held), rival
+    if held.any() and subject_sources is not None and k.kind in ("number", "date") and claim_words:
+        # The subject's page states the claim's own words with another value, and no
+        # sentence holding this one states as many of them: "The Eiffel Tower was completed
+        # in 1815." against "It was completed on 31 March 1889 ...", not Ada Lovelace's
+        # "born on 10 December 1815" (whatever the predicate game makes of "was ... in").
+        worded = _worded_rival(k, pool, beside, facts, answer, claim_words)
+        if worded >= 0:
+            return "contradicted", np.zeros_like(held), worded
     # A value no source holds is contradicted only by a sentence that states the claim: its
     # predicate at least ``agreement`` times the best of the pool's. Any sentence naming
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
@@ -874,6 +883,26 @@ def _rival(
         if states_other_value(k, facts[j], answer):
             return j, float(predicate[j])
     return -1, 0.0
+
+
+def _worded_rival(
+    k: KeywordFacts, pool: np.ndarray, beside: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
+    claim_words: frozenset[str],
+) -> int:
+    """The sentence of ``pool`` that holds the most of ``claim_words`` (light stems), more than
+    any sentence of ``beside`` does, and states another value of the keyword's kind
+    (:func:`states_other_value`), the first of equals; -1 when there is none."""
+    def count(j: int) -> int:
+        return len(claim_words & facts[j].stems)
+
+    beside_best = max((count(j) for j in np.flatnonzero(beside).tolist()), default=0)
+    counted = [(count(j), j) for j in np.flatnonzero(pool).tolist()]
+    for n, j in sorted(counted, key=lambda pair: (-pair[0], pair[1])):
+        if n <= beside_best:
+            break
+        if states_other_value(k, facts[j], answer):
+            return j
+    return -1
 
 
 def _unless_context_disagrees(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
+    word_number_value,
     is_ordinal,
     is_rank_superlative,
     number_value,
@@ -331,22 +332,38 @@ def is_year(value: str) -> bool:
     return len(value) == 4 and value.isdigit()
 
 
+_PART_OF = re.compile(r"(?i)\b(early|mid|late)[\s-]")
 _DECADE = re.compile(r"\b((?:1\d|20)\d)0['’]?s(?!\w)")
-_CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+centur(?:y|ies)(?!\w)(?!\s+(?:BC|BCE)(?!\w))")
+_CENTURY = re.compile(r"(?i)\b([a-z0-9]+(?:-[a-z]+)?)[\s-]+centur(?:y|ies)(?!\w)(?!\s+(?:BC|BCE)(?!\w))")
+# The share of a span "early", "mid" and "late" name: the first 40%, the middle 40%, the last 40%.
+_PARTS = {"early": (0.0, 0.4), "mid": (0.3, 0.7), "late": (0.6, 1.0)}
 
 
 def year_range(date: str) -> tuple[int, int] | None:
     """The years a decade or a century keyword spans, first and last (a century's first
-    and last years both ways of counting: the 19th is 1800 to 1900); None for any other
-    date. Centuries before the common era are left out.
+    and last years both ways of counting: the 19th is 1800 to 1900), narrowed by "early",
+    "mid" or "late" (:data:`_PARTS`); None for any other date. Centuries before the common
+    era are left out.
 
     >>> year_range("1880s"), year_range("mid-1960s"), year_range("19th century"), year_range("5th century BC")
-    ((1880, 1889), (1960, 1969), (1800, 1900), None)
+    ((1880, 1889), (1963, 1966), (1800, 1900), None)
+    >>> year_range("the fifteenth century"), year_range("late 19th century"), year_range("early 1820s")
+    ((1400, 1500), (1860, 1900), (1820, 1824))
     """
     m = _DECADE.search(date)
     if m is not None:
-        return int(m.group(1)) * 10, int(m.group(1)) * 10 + 9
-    m = _CENTURY.search(date)
-    if m is not None and int(m.group(1)) >= 1:
-        return 100 * (int(m.group(1)) - 1), 100 * int(m.group(1))
-    return None
+        first, last = int(m.group(1)) * 10, int(m.group(1)) * 10 + 9
+    elif (m := _CENTURY.search(date)) is not None:
+        ordinal = m.group(1)
+        n = int(re.sub(r"\D", "", ordinal)) if ordinal[:1].isdigit() else word_number_value(ordinal)
+        if n is None or int(n) < 1:
+            return None
+        first, last = 100 * (int(n) - 1), 100 * int(n)
+    else:
+        return None
+    part = _PART_OF.search(date, 0, m.start() + 1)
+    if part is None:
+        return first, last
+    a, b = _PARTS[part.group(1).lower()]
+    span = last - first
+    return first + round(a * span), first + round(b * span)
