@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
-    word_number_value,
     is_ordinal,
     is_rank_superlative,
     number_value,
     rank_superlative_spans,
     value_spans,
     word_number_spans,
+    word_number_value,
 )
 
 __all__ = [
