@@ -363,11 +363,10 @@ def keyword_statuses(
             claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
     # The claim's own words (its cited words' light stems: "completed" in "The Eiffel Tower
     # was completed in 1815."), which a sentence stating the claim with another value holds.
-    claim_words: dict[int, frozenset[str]] = {}
+    claim_words: dict[int, frozenset[str]] = dict.fromkeys(kw_claim, frozenset())
     for r, (kw, _) in enumerate(cited):
         if kw.kind == "word":
-            claim_words[kw_claim[r]] = claim_words.get(kw_claim[r], frozenset()) | kfacts[r].stems
-    claim_words = {c: claim_words.get(c, frozenset()) for c in set(kw_claim)}
+            claim_words[kw_claim[r]] |= kfacts[r].stems
     # Denials (docs/method.md §8): a number, date or name in a negation's scope ("Lise
     # Meitner never received a Nobel Prize."), and the sentences that hold one only in a
     # denial. Words are left to the steps below: a common word in a denied clause ("it is

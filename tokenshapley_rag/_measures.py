@@ -13,8 +13,8 @@ import math
 import re
 from decimal import Decimal
 
-from tokenshapley_rag._segment import number_value
-from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge
+from tokenshapley_rag._segment import CURRENCY_CODES, number_value
+from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
 __all__ = ["Measure", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
 
@@ -77,7 +77,7 @@ _CURRENCIES = {
     ("franc", "francs", "chf"): 7.0,
 }
 _CURRENCY_OF = {u: size for names, size in _CURRENCIES.items() for u in names}
-_SIGN_BEFORE = re.compile(r"([$€£₹]|\b(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD)\b)\s?-?$")
+_SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b)\s?-?$")
 _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
     **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
@@ -169,11 +169,7 @@ def _value_bounds(value: str, hedge: str) -> tuple[float, float]:
     v = float(value)
     if not hedge:
         return v - exact, v + exact
-    if places:
-        place = float(Decimal(1).scaleb(-places))
-    else:
-        zeros = len(digits) - len(digits.rstrip("0"))
-        place = float(Decimal(1).scaleb(zeros)) if digits.strip("0") else 1.0
+    place = float(significant_place(value))
     if hedge == "about":
         return v - place / 2, v + place / 2
     if hedge == "at least":
@@ -194,9 +190,8 @@ def rounds_measure(answer: Measure, source: Measure) -> bool:
     False
     """
     middle = (source[1] + source[2]) / 2
-    return (
-        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
-        and answer[1] - _ROUNDING * abs(answer[1]) <= middle <= answer[2] + _ROUNDING * abs(answer[2])
+    return _same_unit(answer, source) and (
+        answer[1] - _ROUNDING * abs(answer[1]) <= middle <= answer[2] + _ROUNDING * abs(answer[2])
     )
 
 
@@ -208,10 +203,7 @@ def same_unit_and_value(answer: Measure, source: Measure) -> bool:
     >>> same_unit_and_value(measures("2,850 miles")[0][2], measures("2,850 km")[0][2])
     False
     """
-    return (
-        answer[0] == source[0] and math.isclose(answer[3], source[3], rel_tol=1e-9)
-        and answer[1] <= source[2] and source[1] <= answer[2]
-    )
+    return _same_unit(answer, source) and answer[1] <= source[2] and source[1] <= answer[2]
 
 
 def same_measure(answer: Measure, source: Measure) -> bool:
@@ -225,10 +217,15 @@ def same_measure(answer: Measure, source: Measure) -> bool:
     [True, False, True, False]
     """
     return (
-        answer[0] == source[0] != "money" and not math.isclose(answer[3], source[3], rel_tol=1e-9)
+        answer[0] == source[0] != "money" and not _same_unit(answer, source)
         # Overlap, with room for the conversion's float rounding (0.33 km is 330 m).
         and answer[1] <= source[2] + _ROUNDING * abs(source[2]) and source[1] <= answer[2] + _ROUNDING * abs(answer[2])
     )
 
 
 _ROUNDING = 1e-9
+
+
+def _same_unit(a: Measure, b: Measure) -> bool:
+    """Whether two measurements are of one dimension and in one unit (the unit's size)."""
+    return a[0] == b[0] and math.isclose(a[3], b[3], rel_tol=1e-9)

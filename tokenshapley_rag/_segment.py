@@ -97,8 +97,10 @@ _ORDINAL_WORD = (
 # A number's value: an optional sign, digit groups with thousands separators, decimals.
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
+# Currency codes a number may carry ("EUR 45.50", "12 USD"); the measurement rule reads them too.
+CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")
 # A currency sign, or a currency code before the amount ("EUR 45.50", "US$ 12", "A$12").
-_CURRENCY_CODE = r"(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD)\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
+_CURRENCY_CODE = rf"(?:{'|'.join(CURRENCY_CODES)})\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
 _CURRENCY = rf"(?:[$€£¥₹]\s?|#|{_CURRENCY_CODE})"
 # A scale word, or its abbreviation ("$4.2bn", "3 mln"); a capital K, M or B glued to the
 # digits ("$500M", "3.5B", "50k") is one too.
@@ -111,7 +113,7 @@ _UNIT_WORD = (
     r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
     r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
     r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?|[ap]\.m\.|[AaPp][Mm]|"
-    r"euros?|dollars?|yen|yuan|renminbi|rupees?|francs?|sterling|USD|EUR|GBP|JPY|CNY|RMB|INR|CHF|AUD|CAD)"
+    rf"euros?|dollars?|yen|yuan|renminbi|rupees?|francs?|sterling|RMB|{'|'.join(CURRENCY_CODES)})"
 )
 # A unit ("km", "°C", "mg/kg"), a rate ("per hour"), a percent, or a hyphenated unit ("23-man").
 _UNIT = (

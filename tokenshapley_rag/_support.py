@@ -401,7 +401,8 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     text = _INVISIBLE.sub("", text)
     if kind == "date":
         text = spell_numeric_dates(text)
-    numbers = frozenset(v for _, _, v in all_values(text)) if kind in ("number", "date") else frozenset()
+    values = all_values(text) if kind in ("number", "date") else []
+    numbers = frozenset(v for _, _, v in values)
     if kind == "number":
         numbers |= rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
     months = frozenset(
@@ -417,7 +418,7 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
     ) if kind == "number" else frozenset()
     hedge = hedge if cardinals and all(PLAIN_NUMBER.fullmatch(v) for v in cardinals) else ""
-    measured = measures(text, hedge) if kind == "number" and len(numbers) == 1 else []
+    measured = measures(text, hedge, values) if kind == "number" and len(numbers) == 1 else []
     measure = measured[0][2] if len(measured) == 1 else None
     years = year_range(text) if kind == "date" else None
     pair = _dash_pair(text) if kind == "number" else None

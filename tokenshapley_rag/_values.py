@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
+    CURRENCY_CODES,
     is_ordinal,
     is_rank_superlative,
     number_value,
@@ -35,6 +36,7 @@ __all__ = [
     "number_hedge",
     "range_hedges",
     "rank_values",
+    "significant_place",
     "spell_numeric_dates",
     "year_range",
 ]
@@ -182,7 +184,7 @@ _SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillio
 # A letter glued to the digits: K, M and B scale any number ("3.5M users"), a lowercase k
 # too ("50k"); a lowercase m only after a currency sign ("€12.5m"): "12.5m" alone is metres.
 _SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
-_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|JPY|CNY|INR|CHF|AUD|CAD))\s?-?$")
+_CURRENCY_BEFORE = re.compile(rf"(?:[$€£¥₹]|\b(?:{'|'.join(CURRENCY_CODES)}))\s?-?$")
 PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -268,6 +270,20 @@ def range_hedges(text: str, numbers: Sequence[tuple[int, int]]) -> dict[int, str
     return out
 
 
+def significant_place(value: str) -> Decimal:
+    """The place of a plain number's last significant digit, the precision a hedge reads it
+    to: its last decimal place, else its last non-zero digit's (870000: ten thousands).
+
+    >>> [str(significant_place(v)) for v in ("870000", "2900000", "1.5", "-0.25", "0")]
+    ['1E+4', '1E+5', '0.1', '0.01', '1']
+    """
+    digits = value.lstrip("-")
+    if "." in digits:
+        return Decimal(1).scaleb(-len(digits.partition(".")[2]))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return Decimal(1).scaleb(zeros) if digits.strip("0") else Decimal(1)
+
+
 def near_value(value: str, held: str, hedge: str) -> bool:
     """Whether a source's count ``held`` holds the answer's ``value`` under ``hedge``
     (:func:`number_hedge`). The answer's precision is its last significant place (870,000:
@@ -291,12 +307,7 @@ def near_value(value: str, held: str, hedge: str) -> bool:
     if hedge.startswith("between "):
         low, high = (Decimal(v) for v in hedge.split()[1:])
         return low <= source <= high
-    digits = value.lstrip("-")
-    if "." in digits:
-        place = Decimal(1).scaleb(-len(digits.partition(".")[2]))
-    else:
-        zeros = len(digits) - len(digits.rstrip("0"))
-        place = Decimal(1).scaleb(zeros) if digits.strip("0") else Decimal(1)
+    place = significant_place(value)
     if hedge == "about":
         return 2 * abs(source - answer) <= place
     if hedge == "at least":
