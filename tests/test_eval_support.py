@@ -62,7 +62,8 @@ def test_targets_and_controls_of_the_toy_example():
 
 def test_make_changes_exact_answers_for_each_kind():
     got = {c.kind: c for c in make_changes(TOY, POOL)}
-    assert list(got) == list(CHANGE_KINDS)
+    # (source a is one sentence: no other sentence of it to take a name from)
+    assert list(got) == [k for k in CHANGE_KINDS if k != "name_in_source"]
     assert got["number"].answer == "In 1927 the city of Paris had 3,850 inhabitants and its mayor was Jean Dupont."
     assert got["date"].answer == "In 1928 the city of Paris had 2,850 inhabitants and its mayor was Jean Dupont."
     # The swapped name is held by source b, not by the gold source a; one word like "Paris".
@@ -90,6 +91,21 @@ def test_no_invented_name_without_a_pool_and_no_swap_without_other_sources():
     assert "name_invented" not in kinds
     one = AttributionExample("one", "", SOURCES[:1], ANSWER, TOY.spans)
     assert "name_swap" not in [c.kind for c in make_changes(one, POOL)]
+
+
+def test_a_name_in_source_comes_from_another_sentence_of_the_gold_source():
+    page = Source("wc", "Lionel Messi won the Golden Ball. The top scorer was Kylian Mbappé.")
+    other = Source("x", "Paris hosted the Olympic Games.")
+    answer = "Lionel Messi won the Golden Ball."
+    ex = AttributionExample("wc", "", (page, other), answer, (GoldSpan(0, 12, "Lionel Messi", ("wc",)),))
+    got = {c.kind: c for c in make_changes(ex, POOL)}
+    assert got["name_in_source"].answer == "Kylian Mbappé won the Golden Ball."
+    assert got["name_swap"].answer == "Olympic Games won the Golden Ball."  # another source's name
+    assert lexical_flag((page, other), got["name_in_source"].new) is False
+    # a name the target's own sentence holds is no candidate
+    same = Source("wc", "Lionel Messi and Kylian Mbappé won the Golden Ball.")
+    ex = AttributionExample("wc", "", (same, other), answer, (GoldSpan(0, 12, "Lionel Messi", ("wc",)),))
+    assert "name_in_source" not in [c.kind for c in make_changes(ex, POOL)]
 
 
 def test_name_pool_lists_the_name_targets():

@@ -21,6 +21,7 @@ from tokenshapley_rag._support import (
     sentence_facts,
     sentence_verdict,
     states_other_value,
+    value_neighbours,
 )
 from tokenshapley_rag._types import SentenceVerdict
 from tokenshapley_rag._values import number_hedge, range_hedges
@@ -222,6 +223,77 @@ def test_times_and_currencies(answer, keyword, sentence, expected):
 )
 def test_roundings_and_ordered_pairs(keyword, sentence, expected):
     assert held_in(sentence, keyword) == expected
+
+
+@pytest.mark.parametrize(
+    "keyword, kind, sentence, expected",
+    [
+        # an acronym of a longer name, its first words' initials, or dotted initials in a name
+        ("CDC", "name", "The U.S. Centers for Disease Control and Prevention reported it.", True),
+        ("US CDC", "name", "The U.S. Centers for Disease Control and Prevention reported it.", True),
+        ("WHO", "name", "The World Health Organization declared it.", True),
+        ("FBI", "name", "the Federal Bureau of Investigation", True),
+        ("US", "name", "The U.S. Army from nearby Fort Stanton came.", True),
+        ("UK", "name", "It is in the United Kingdom.", True),
+        ("ABC", "name", "The World Health Organization declared it.", False),
+        ("USA", "name", "It is in the United States.", False),
+        # an acronym that is a common word is held only as an acronym
+        ("US", "name", "Tell us more about it.", False),
+        ("WHO", "name", "Those who came stayed.", False),
+        # a name numbered the other way
+        ("World War II", "name", "The Second World War began in 1939.", True),
+        ("Second World War", "name", "World War II began in 1939.", True),
+        ("World War I", "name", "The Second World War began in 1939.", False),
+        ("Henry V", "name", "Henry had a fifth wife.", False),
+        # a quarter's or a half's code
+        ("Q3", "name", "In the third quarter of 2023 the bank earned $1.2 billion.", True),
+        ("Q4", "name", "In the third quarter of 2023 the bank earned $1.2 billion.", False),
+        ("H1", "name", "Sales rose in the first half of the year.", True),
+        # a minus written as a word; a season written with a slash
+        ("minus 12.5 degrees Celsius", "number", "The coldest night reached −12.5 °C in Oslo.", True),
+        ("12.5 degrees Celsius", "number", "The coldest night reached −12.5 °C in Oslo.", False),
+        ("2019/20", "number", "In the 2019–20 season Liverpool won the league.", True),
+        ("2018/19", "number", "In the 2019–20 season Liverpool won the league.", False),
+        # a share written as a fraction
+        ("50%", "number", "Emissions from aviation dropped by almost half.", True),
+        ("48%", "number", "Emissions from aviation dropped by almost half.", False),
+        ("20%", "number", "One in five patients reported it.", True),
+        ("67%", "number", "Two-thirds of voters agreed.", True),
+        ("25%", "number", "It rained for half an hour.", False),
+    ],
+)
+def test_names_and_values_written_another_way(keyword, kind, sentence, expected):
+    assert held_in(sentence, keyword, kind) == expected
+
+
+def test_a_value_beside_the_same_word_in_another_sentence_of_the_page_is_a_rival():
+    # "Maria Gómez, aged 45, ...": 45 is the page's market share; the sentence stating the
+    # claim says 54 beside "aged"
+    texts = [
+        "In the third quarter the bank's market share rose to 45%.",
+        "Chief executive Maria Gómez, aged 54, has led the bank since 2019.",
+    ]
+    facts = [sentence_facts(t) for t in texts]
+    document = np.array([0, 0])
+    answer_text = "Maria Gómez, aged 45, has led the bank since 2019."
+    answer = sentence_facts(answer_text)
+    keywords = [kw for kw in find_keywords(answer_text) if kw.citable]
+    near = dict(zip((kw.text for kw in keywords), value_neighbours(keywords)))
+    assert near["45"] == ("<age", ">lead")
+    others = [kw for kw in keywords if kw.text not in ("45", "Maria Gómez")]  # the subject left out
+    claim_held = sum(holding_mask(keyword_facts(kw.text, kw.kind), facts, document).astype(int) for kw in others)
+    assert claim_held.tolist() == [1, 4]  # "bank"; "aged", "led", "bank", "2019"
+    k = keyword_facts("45", "number")
+    held = holding_mask(k, facts, document)
+    anchor = np.array([True])
+    status, _, rival = keyword_status(k, held, anchor, np.zeros(2), document, facts, answer,
+                                      claim_held=claim_held, claim_size=len(others), neighbours=near["45"])
+    assert (status, rival) == ("contradicted", 1)
+    # not beside the same word ("45" after "share" in the answer), or too few of the claim's
+    # keywords: supported
+    for neighbours, size in ((("<share",), len(others)), (near["45"], 9)):
+        assert keyword_status(k, held, anchor, np.zeros(2), document, facts, answer,
+                              claim_held=claim_held, claim_size=size, neighbours=neighbours)[0] == "supported"
 
 
 def test_dotted_initials_are_an_acronym():
@@ -462,15 +534,17 @@ def test_a_value_held_elsewhere_is_contradicted_by_the_anchor_sentence_with_the_
     held = holding_mask(k, facts, document)
     predicate = np.array([-0.1, -0.05, 0.3])
     anchor = np.array([True, False])
-    status, _, rival = keyword_status(k, held, anchor, predicate, document, facts, answer,
-                                      claim_words=frozenset({light_stem("completed")}))
+    def claim_held():  # how many of the claim's other keywords each sentence holds
+        return sum(holding_mask(keyword_facts(t, kind), facts, document).astype(int)
+                   for t, kind in (("Eiffel Tower", "name"), ("completed", "word")))
+
+    status, _, rival = keyword_status(k, held, anchor, predicate, document, facts, answer, claim_held=claim_held())
     assert (status, rival) == ("contradicted", 1)
-    # without the claim's words (or when the holder states them too) the predicate game decides
+    # without the claim's keywords (or when the holder states as many) the predicate game decides
     assert keyword_status(k, held, anchor, predicate, document, facts, answer)[0] == "supported"
     facts[2] = sentence_facts("Ada Lovelace's house was completed in 1815 in London.")
     held = holding_mask(k, facts, document)
-    assert keyword_status(k, held, anchor, predicate, document, facts, answer,
-                          claim_words=frozenset({light_stem("completed")}))[0] == "supported"
+    assert keyword_status(k, held, anchor, predicate, document, facts, answer, claim_held=claim_held())[0] == "supported"
 
 
 def test_unheld_value_is_contradicted_by_the_subjects_other_value_or_unsupported():

@@ -90,7 +90,7 @@ def test_fact_keys_and_the_table():
     f = sentence_facts("The IPL began on 18 April 2008 in Bangalore.")
     keys = fact_keys(f)
     assert keys.dtype == np.uint32 and np.array_equal(keys, f.keys)
-    assert len(keys) == len(f.numbers) + len(f.months) + len(f.words) + len(f.stems) + len(f.names) + len(f.acronyms)
+    assert len(keys) == len(f.numbers) + len(f.months) + len(f.words) + len(f.stems) + len(f.spelled) + len(f.acronyms)
     assert _support._key("n", "2008") in keys and _support._key("m", "4") in keys and _support._key("a", "ipl") in keys
     table = FactTable.of([f, sentence_facts("Delhi, 2009.")], [_support._key("n", "2008"), _support._key("n", "2009")])
     assert table.with_any([_support._key("n", "2008")]).tolist() == [True, False]

@@ -35,6 +35,7 @@ from tokenshapley_rag._support import (
     denied_by,
     sentence_facts,
     sentence_verdict,
+    value_neighbours,
 )
 from tokenshapley_rag._text_search import SentenceTexts, span_words
 from tokenshapley_rag._timing import step
@@ -361,12 +362,17 @@ def keyword_statuses(
         else:
             own = sentence_facts(response[span[0] : span[1]])
             claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
-    # The claim's own words (its cited words' light stems: "completed" in "The Eiffel Tower
-    # was completed in 1815."), which a sentence stating the claim with another value holds.
-    claim_words: dict[int, frozenset[str]] = dict.fromkeys(kw_claim, frozenset())
-    for r, (kw, _) in enumerate(cited):
-        if kw.kind == "word":
-            claim_words[kw_claim[r]] |= kfacts[r].stems
+    # What stands beside each number, date and name in its answer sentence (value_neighbours).
+    neighbours: list[tuple[str, ...]] = [()] * n_kw
+    for i in set(kw_sentence):
+        rows = [r for r in range(n_kw) if kw_sentence[r] == i]
+        for r, near in zip(rows, value_neighbours([cited[r][0] for r in rows])):
+            neighbours[r] = near
+    # How many of each claim's keywords every sentence holds ("completed" and "Eiffel Tower"
+    # in "The Eiffel Tower was completed in 1815."): a sentence stating the claim with
+    # another value holds more of them than the one a wrong value was taken from.
+    claim_members = {c: [r for r in range(n_kw) if kw_claim[r] == c] for c in set(kw_claim)}
+    claim_held_total = {c: held[members].sum(axis=0) for c, members in claim_members.items()}
     # Denials (docs/method.md §8): a number, date or name in a negation's scope ("Lise
     # Meitner never received a Nobel Prize."), and the sentences that hold one only in a
     # denial. Words are left to the steps below: a common word in a denied clause ("it is
@@ -447,6 +453,10 @@ def keyword_statuses(
             allowed[r] = ok
             rivals.append(rival)
             continue
+        claim_held, claim_size = (
+            _claim_keywords_held(r, the_subject, claim_members[kw_claim[r]], claim_held_total[kw_claim[r]], held)
+            if cited[r][0].kind in VALUE_KINDS else (None, 0)
+        )
         status, ok, rival = keyword_status(
             kfacts[r], affirmed_by, subject_sources, predicate[r], sentence_document, facts,
             claim_facts[kw_claim[r]],
@@ -454,12 +464,28 @@ def keyword_statuses(
             None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
             float(predicate_weight[r]),
             topic=on_topic,
-            claim_words=claim_words[kw_claim[r]],
+            neighbours=neighbours[r],
+            claim_held=claim_held,
+            claim_size=claim_size,
         )
         statuses.append(status)
         allowed[r] = ok
         rivals.append(rival)
     return statuses, allowed, rivals
+
+
+def _claim_keywords_held(
+    r: int, subject: int | None, members: list[int], total: np.ndarray, held: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """For keyword ``r``: how many of its claim's other keywords each sentence holds, and how
+    many there are, the claim's subject left out (the anchor checks it, and a source
+    sentence often names it by a pronoun: "It is the oldest city in France.")."""
+    counts = total - held[r]
+    size = len(members) - 1
+    if subject is not None and subject != r:
+        counts = counts - held[subject]
+        size -= 1
+    return counts, size
 
 
 def _denial_status(

@@ -16,7 +16,7 @@ from decimal import Decimal
 from tokenshapley_rag._segment import CURRENCY_CODES, number_value
 from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
-__all__ = ["Measure", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
+__all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
 
 
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
@@ -158,6 +158,45 @@ def measures(
         else:
             out.append((a, end, (dimension, low * size + zero, high * size + zero, size)))
     return out
+
+
+# Shares written as fractions ("half", "two-thirds", "one in five"): percents in another unit.
+_FRACTION = re.compile(
+    r"(?i)\b(?:(?P<whole>half)|(?:a|one)[\s-](?P<part>third|quarter|fifth|tenth)|(?P<many>two|three)[\s-](?P<parts>thirds|quarters|fifths)"
+    r"|(?:one|1)\s+(?:in|out\s+of)\s+(?P<of>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|a\s+hundred))\b"
+)
+_PARTS = {"third": 3, "quarter": 4, "fifth": 5, "tenth": 10, "thirds": 3, "quarters": 4, "fifths": 5}
+_OF = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twenty": 20,
+       "hundred": 100, "a hundred": 100}
+# A fraction's unit: its size only tells it apart from "%", so that the match rule compares
+# the two as a conversion (value ranges that overlap).
+_FRACTION_SIZE = 100.0
+
+
+def fraction_measures(text: str) -> frozenset[Measure]:
+    """The shares ``text`` writes as fractions, as percents: "half" 50, "a third" 33.3,
+    "three quarters" 75, "one in five" 20, each to half a percentage point either side
+    ("almost half" holds "almost 50%"; "48%" is not half).
+
+    >>> sorted(round(m[1] + 0.5, 1) for m in fraction_measures("Half agreed, a third refused, one in ten abstained."))
+    [10.0, 33.3, 50.0]
+    """
+    out = set()
+    for m in _FRACTION.finditer(text):
+        if m["whole"]:
+            share = 50.0
+        elif m["part"]:
+            share = 100.0 / _PARTS[m["part"].lower()]
+        elif m["parts"]:
+            share = 100.0 * (2 if m["many"].lower() == "two" else 3) / _PARTS[m["parts"].lower()]
+        else:
+            of = m["of"].lower()
+            n = int(of) if of.isdigit() else _OF[re.sub(r"\s+", " ", of)]
+            if n < 2:
+                continue
+            share = 100.0 / n
+        out.add(("percent", share - 0.5, share + 0.5, _FRACTION_SIZE))
+    return frozenset(out)
 
 
 def _value_bounds(value: str, hedge: str) -> tuple[float, float]:

@@ -50,7 +50,8 @@ FILLERS = frozenset(
     knowing knew known think thinks thought say says said saying tell tells told let lets go goes
     going went gone come comes came take takes took taken give gives gave given put puts seem
     seems seemed become becomes became use used uses using well really quite rather even still
-    already almost often usually sometimes always never ever lot lots kind sort etc like unlike
+    already almost nearly roughly approximately often usually sometimes always never ever lot lots
+    kind sort etc like unlike
     don't doesn't didn't isn't aren't wasn't weren't can't cannot couldn't won't wouldn't
     shouldn't haven't hasn't hadn't i'm i've i'd i'll you're you've we're we've they're they've
     he's she's that's there's here's what's let's it'll ok okay sure yes indeed perhaps maybe
@@ -96,7 +97,9 @@ _ORDINAL_WORD = (
 )
 # A number's value: an optional sign, digit groups with thousands separators, decimals.
 _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
-_SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d))?"
+# A sign, or the word "minus" before a number that does not follow one ("minus 12.5 °C"; "5
+# minus 3" is a sum).
+_SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d)|(?<!\d\s)\b[Mm]inus\s(?=\d))?"
 # Currency codes a number may carry ("EUR 45.50", "12 USD"); the measurement rule reads them too.
 CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")
 # A currency sign, or a currency code before the amount ("EUR 45.50", "US$ 12", "A$12").
@@ -136,7 +139,7 @@ _KEYWORD = re.compile(
     rf"|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
     rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
     r"))"
-    rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|{_CURRENCY_CODE})"
+    rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|[Mm]inus\s\d|{_CURRENCY_CODE})"
     rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?{_UNIT}?(?!\w)"
     r")"
     r"|(?P<name>"
@@ -438,12 +441,14 @@ def number_value(text: str) -> str:
     a decimal part loses its trailing zeros; the minus sign (``-`` or ``\u2212``) is kept,
     ``+`` dropped; other separators (``:`` in times, ``/`` in fractions) are kept.
 
-    >>> [number_value(t) for t in ["2,850", "2850", "2 850", "-3.50", "\u22123,5", "10:30", "007"]]
-    ['2850', '2850', '2850', '-3.5', '-3.5', '10:30', '7']
+    >>> [number_value(t) for t in ["2,850", "2850", "2 850", "-3.50", "\u22123,5", "minus 3.5", "10:30", "007"]]
+    ['2850', '2850', '2850', '-3.5', '-3.5', '-3.5', '10:30', '7']
     """
     t = text.strip()
     sign = ""
-    if t[:1] in "-\u2212":
+    if t[:6].lower() == "minus ":
+        sign, t = "-", t[6:]
+    elif t[:1] in "-\u2212":
         sign, t = "-", t[1:]
     elif t[:1] == "+":
         t = t[1:]
@@ -472,6 +477,8 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
     [(5, 10, '2850'), (17, 21, '-3.5')]
     >>> [v for _, _, v in value_spans("less than .3% or $.99, not 3")]
     ['0.3', '0.99', '3']
+    >>> [v for _, _, v in value_spans("the 2019/20 season, 2019/21, 3/4")]
+    ['2019', '20', '2019/21', '3/4']
     """
     out = []
     for m in _VALUE.finditer(text):
@@ -479,8 +486,16 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
         # A leading decimal point (".3%", "$.99") belongs to the number: .3 is not 3.
         if a > 0 and text[a - 1] == "." and (a < 2 or not text[a - 2].isdigit()) and m.group()[:1].isdigit():
             a -= 1
+        season = _SEASON.fullmatch(m.group())
+        if season and int(season[2]) == (int(season[1]) + 1) % 100:
+            # A season or a fiscal year ("2019/20") is the pair "2019–20" writes, not a fraction.
+            out += [(a, a + 4, season[1]), (a + 5, m.end(), number_value(season[2]))]
+            continue
         out.append((a, m.end(), number_value(text[a : m.end()])))
     return out
+
+
+_SEASON = re.compile(r"(\d{4})/(\d{2})")
 
 
 _UNITS = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()

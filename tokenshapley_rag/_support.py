@@ -13,20 +13,22 @@ source sentence through normalised *facts*:
 * names by their words (case, accents and a possessive "'s" folded; joiners such as "of"
   ignored; a word also by its stem): a sentence holds a name when it holds all of its words,
   or its last word while its source holds all of them ("Curie" in a page about Marie Curie);
-  an acronym in capitals and a name whose initials spell it hold each other ("IPL");
+  an acronym in capitals and a name whose initials spell it hold each other ("IPL"; how a
+  name may be written is :mod:`~tokenshapley_rag._names`);
 * other words by a light stem, so copied words are held whatever their case or
   inflection ("flows" = "flow", "Physics" = "physics").
 
 :func:`keyword_status` combines that match rule with the context game's values (docs/method.md
 §8): a value held only by a source that lacks the claim's subject, while the subject's source
-states the same predicate with another value, is *contradicted*, never supported.
+states the same predicate with another value, is *contradicted*, never supported; so is one
+taken from the wrong sentence of the right page, when the page's sentence stating the claim
+holds another value in its place.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import unicodedata
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,12 +40,25 @@ from tokenshapley_rag._segment import (
     _CJK,
     _INVISIBLE,
     _NON_KEYWORDS,
+    Keyword,
     find_keywords,
     is_rank_superlative,
     value_spans,
     word_pieces,
 )
-from tokenshapley_rag._measures import Measure, measures, rounds_measure, same_measure, same_unit_and_value
+from tokenshapley_rag._names import (
+    DOTTED_INITIALS,
+    fold,
+    initials,
+    initials_agree,
+    is_acronym,
+    is_dotted_acronym,
+    name_words,
+    period_words,
+    renumbered,
+    spelled_acronyms,
+)
+from tokenshapley_rag._measures import Measure, fraction_measures, measures, rounds_measure, same_measure, same_unit_and_value
 from tokenshapley_rag._values import (
     MONTHS,
     PLAIN_NUMBER,
@@ -96,13 +111,6 @@ PREDICATE_MINIMUM = 0.2
 WORD_ANCHOR_MINIMUM = 2
 
 _WORD = re.compile(r"\w+")
-_JOINERS = frozenset("of the de del della di da von van der den la le du bin al y and".split())
-
-
-def _fold(word: str) -> str:
-    """Casefold, NFKD and drop combining marks ("Rhône" -> "rhone")."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 _VOWELS = frozenset("aeiouy")
@@ -155,7 +163,7 @@ def light_stem(word: str) -> str:
     >>> [light_stem(w) for w in ["won", "wins", "written", "writes", "held", "holding", "aged", "age", "used", "uses"]]
     ['win', 'win', 'writ', 'writ', 'hold', 'hold', 'age', 'age', 'use', 'use']
     """
-    w = _fold(word)
+    w = fold(word)
     w = _IRREGULAR.get(w, w)
     for suffix in ("'s", "\u2019s"):
         if w.endswith(suffix):
@@ -189,6 +197,8 @@ class SentenceFacts:
     stems: frozenset[str]  # light stems of the words
     names: tuple[str, ...]  # folded names (their words joined by a space)
     acronyms: frozenset[str] = frozenset()  # folded words written in capitals ("IPL" -> "ipl")
+    # The acronyms its names may be written as ("indian premier league" -> "ipl"; :func:`spelled_acronyms`).
+    spelled: frozenset[str] = frozenset()
     # Each date's (year, month) as written together ("September 29, 2017" -> ("2017", 9));
     # year None for a date that names a month and no year ("from January 17 to ...").
     year_months: frozenset[tuple[str | None, int]] = frozenset()
@@ -211,6 +221,12 @@ class SentenceFacts:
     # Its number keywords written as two values joined by a dash, in order ("4–2"): a score
     # or a range, which the same values the other way round ("2-4") do not match.
     pairs: frozenset[tuple[str, ...]] = frozenset()
+    # Each number, date and name with what stands beside it (:func:`value_neighbours`), as
+    # ``(kind, neighbour, value)``: its keyword kind, and its values (a number or a date) or
+    # its folded words (a name). "Maria Gómez, aged 54" gives ("number", "<age", ("54",))
+    # and ("name", ">age", ("maria gomez",)). A sentence stating another value where the answer
+    # states its own ("aged 45") is a rival for it (:func:`keyword_status`).
+    placed: frozenset[tuple[str, str, tuple[str, ...]]] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -228,9 +244,13 @@ def sentence_facts(text: str) -> SentenceFacts:
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
     text = spell_numeric_dates(_INVISIBLE.sub("", text))
-    words = [_fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
+    words = [fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
+    # Dotted initials are also the acronym they spell, wherever they stand ("The U.S.
+    # Army" holds "US").
+    dotted = [fold(m.group().replace(".", "")) for m in DOTTED_INITIALS.finditer(text) if m.group().isupper()]
+    words += dotted
     keywords = find_keywords(text)
-    names = tuple(" ".join(_name_words(k.text)) for k in keywords if k.kind == "name" and _name_words(k.text))
+    names = tuple(" ".join(name_words(k.text)) for k in keywords if k.kind == "name" and name_words(k.text))
     values = all_values(text)
     return SentenceFacts(
         numbers=frozenset(v for _, _, v in values),
@@ -239,37 +259,112 @@ def sentence_facts(text: str) -> SentenceFacts:
         stems=frozenset(light_stem(w) for w in words),
         names=names,
         acronyms=frozenset(
-            [_fold(w) for w in _WORD.findall(text) if w.isupper() and _is_acronym(w)]
-            + [_fold(k.text.replace(".", "")) for k in keywords if k.kind == "name" and _is_dotted_acronym(k.text)]
+            [fold(w) for w in _WORD.findall(text) if w.isupper() and is_acronym(w)] + dotted
         ),
+        spelled=spelled_acronyms(text),
         year_months=frozenset(pair for k in keywords if k.kind == "date" for pair in _year_months(k.text)),
         cardinals=cardinal_values(text),
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
         denied=_denied(text),
-        measures=frozenset(m for _, _, m in measures(text, values=values)),
+        measures=frozenset(m for _, _, m in measures(text, values=values)) | fraction_measures(text),
         pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
+        placed=_placed(keywords, values),
     )
 
 
-_DASH_PAIR = re.compile(r"[^\d]*\d[\d.,]*\s?[-–—]\s?[^\d]*\d")
+def _placed(
+    keywords: Sequence[Keyword], values: Sequence[tuple[int, int, str]]
+) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+    """:attr:`SentenceFacts.placed` of a sentence from its keywords and :func:`all_values`."""
+    out = set()
+    for k, neighbours in zip(keywords, value_neighbours(keywords)):
+        if neighbours:
+            held = _placed_value(k, values)
+            out.update((k.kind, stem, held) for stem in neighbours)
+    return frozenset(out)
+
+
+# Words a value or a name is not beside a word across: a pronoun, which may stand for
+# another subject ("Together with Otto Hahn she discovered protactinium": Otto Hahn did
+# not), and a conjunction, which starts another clause ("It rises in the Swiss Alps and
+# flows into the North Sea": the Alps do not flow).
+_NOT_ACROSS = frozenset("i you he she it we they and or but".split())
+
+
+def value_neighbours(keywords: Sequence[Keyword]) -> list[tuple[str, ...]]:
+    """For each number, date or name keyword, what stands beside it in its sentence: the
+    citable keywords right before it and right after it, when no pronoun or conjunction
+    stands between, that are words or names (for a name, also numbers or dates). A word is
+    kept as its light stem (of its last word before, its first after) marked with its side
+    ("<" before, ">" after); a name as its light stem and a number or a date as its values
+    ("#"), both marked "=" whatever the side. () for any other keyword. (Opening the
+    sentence was tried as a place too: a page's topic opens many sentences that state other
+    claims.)
+
+    >>> [n for n in value_neighbours(find_keywords("Maria Gómez, aged 54, has led the bank.")) if n]
+    [('>age',), ('<age', '>lead')]
+    >>> [n for n in value_neighbours(find_keywords("Neil Armstrong was the first person.")) if n]
+    [('=#1',), ('=armstrong', '>person')]
+    >>> value_neighbours(find_keywords("It was founded in 1865 in Tampere."))[4:]
+    [('<found', '=tamper'), (), ('=#1865',)]
+    >>> [n for n in value_neighbours(find_keywords("Together with Otto Hahn she discovered it.")) if n]
+    [('<together',)]
+    """
+    out: list[tuple[str, ...]] = []
+    cited = [i for i, k in enumerate(keywords) if k.citable]
+    rank = {n: i for i, n in enumerate(cited)}
+    for n, k in enumerate(keywords):
+        if k.kind not in VALUE_KINDS:
+            out.append(())
+            continue
+        i = rank[n]
+        found = []
+        sides = [("<", cited[i - 1] if i > 0 else None, -1), (">", cited[i + 1] if i + 1 < len(cited) else None, 0)]
+        for side, m, word in sides:
+            # A name's place may be a number ("Neil Armstrong was the first person"); a
+            # value's is a word or a name.
+            kinds = ("word", "name", "number", "date") if k.kind == "name" else ("word", "name")
+            if m is None or keywords[m].kind not in kinds:
+                continue
+            between = keywords[m + 1 : n] if side == "<" else keywords[n + 1 : m]
+            if any(b.text.lower() in _NOT_ACROSS for b in between):
+                continue
+            # A word says which side it stands on ("followed" before "Armstrong" is not after
+            # "Buzz Aldrin"); a name or a value does not ("in Tampere in 1989", "in 1989 in
+            # Tampere").
+            if keywords[m].kind == "name":
+                found.append("=" + light_stem(fold(keywords[m].text.split()[word])))
+            elif keywords[m].kind == "word":
+                found.append(side + light_stem(fold(keywords[m].text.split()[word])))
+            else:
+                found.append("=#" + ",".join(_placed_value(keywords[m])))
+        out.append(tuple(found))
+    return out
+
+
+def _placed_value(k: Keyword, values: Sequence[tuple[int, int, str]] | None = None) -> tuple[str, ...]:
+    """What a number, date or name keyword states, as :attr:`SentenceFacts.placed` keeps
+    it: a name's folded words; a number's or a date's values (from ``values``, the
+    sentence's :func:`all_values`, when given)."""
+    if k.kind == "name":
+        return (" ".join(name_words(k.text)),)
+    if values is None:
+        return tuple(sorted({v for _, _, v in all_values(k.text)}))
+    return tuple(sorted({v for a, _, v in values if k.start <= a < k.end}))
+
+
+_DASH_PAIR = re.compile(r"[^\d]*\d[\d.,]*\s?[-–—]\s?[^\d]*\d|\d{4}/\d{2}(?!\d)")
 
 
 def _dash_pair(text: str) -> tuple[str, ...] | None:
-    """The two values of a number keyword written "X-Y" ("4–2", "$700-$1000"), in order."""
+    """The two values of a number keyword written "X-Y" ("4–2", "$700-$1000", and a season
+    "2019/20"), in order."""
     if not _DASH_PAIR.match(text):
         return None
     values = tuple(v for _, _, v in all_values(text))
     return values if len(values) == 2 else None
-
-
-# Initials with periods and nothing else ("U.S.", "U.K."): an acronym, one word.
-_DOTTED_INITIALS = re.compile(r"(?:[^\W\d_]\.){2,}")
-
-
-def _is_dotted_acronym(text: str) -> bool:
-    return _DOTTED_INITIALS.fullmatch(text.strip()) is not None and text.isupper()
 
 
 def _denied(text: str) -> frozenset[str]:
@@ -277,7 +372,7 @@ def _denied(text: str) -> frozenset[str]:
     out: set[str] = set()
     for a, b in negation_scopes(text):
         part = text[a:b]
-        words = [_fold(w) for w in word_pieces(part)]
+        words = [fold(w) for w in word_pieces(part)]
         out.update(words)
         out.update(light_stem(w) for w in words)
         out.update(v for _, _, v in all_values(part))
@@ -308,47 +403,9 @@ def _year_months(date: str) -> set[tuple[str | None, int]]:
     >>> sorted(_year_months("September 29, 2017")), sorted(_year_months("January 17"))
     ([('2017', 9)], [(None, 1)])
     """
-    months = {MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(date)) if w in MONTHS and len(w) >= 3}
+    months = {MONTHS[w] for w in (fold(x).rstrip(".") for x in _WORD.findall(date)) if w in MONTHS and len(w) >= 3}
     years = {v for _, _, v in value_spans(date) if is_year(v)} or {None}
     return {(y, m) for y in years for m in months}
-
-
-_POSSESSIVE = re.compile(r"['\u2019]s\b")
-
-
-def _name_words(text: str) -> list[str]:
-    """A name's folded words without joiners, titles or a possessive ("Gate Bridge's" ->
-    gate, bridge; "Dr. Laura Chen" -> laura, chen)."""
-    words = [f for f in (_fold(w) for w in _WORD.findall(_POSSESSIVE.sub("", text))) if f not in _JOINERS]
-    return [w for w in words if w not in _TITLES] if len(words) > 1 else words
-
-
-# Titles before a person's name: not part of what the name says ("Dr. Laura Chen" is Laura Chen).
-_TITLES = frozenset("dr mr mrs ms mx prof sir dame rev".split())
-
-
-def _initials_agree(words: Sequence[str], name: Sequence[str]) -> bool:
-    """Whether a name's words and a source name's agree where one writes a word as its
-    initial ("L. Chen" and "Laura Chen", "John F. Kennedy" and "John Fitzgerald Kennedy"): in
-    order, each word equal or an initial of the other's, the last words equal.
-
-    >>> _initials_agree(["l", "chen"], ["laura", "chen"]), _initials_agree(["laura", "chen"], ["l", "chen"])
-    (True, True)
-    >>> _initials_agree(["m", "chen"], ["laura", "chen"]), _initials_agree(["l", "hale"], ["laura", "chen"])
-    (False, False)
-    """
-    if not words or not name or words[-1] != name[-1]:
-        return False
-    i = 0
-    for w in words:
-        while i < len(name) and not (
-            name[i] == w or (len(w) == 1 and name[i].startswith(w)) or (len(name[i]) == 1 and w.startswith(name[i]))
-        ):
-            i += 1
-        if i == len(name):
-            return False
-        i += 1
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +417,9 @@ class KeywordFacts:
     months: frozenset[int]
     words: tuple[str, ...]  # name words, in order
     stems: frozenset[str]
-    acronym: bool = False  # a one-word name written in capitals ("IPL")
+    # The name's words written in capitals ("US" and "CDC" in "US CDC"): each may be held as
+    # an acronym of a source name (:attr:`SentenceFacts.spelled`).
+    capitals: frozenset[str] = frozenset()
     # A number keyword's values written as counts ("two", "2,850"), which a sentence must
     # hold as counts too (cardinal_values); a date's are left out ("5 May" = "5th May").
     cardinals: frozenset[str] = frozenset()
@@ -406,13 +465,12 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     if kind == "number":
         numbers |= rank_values(text)  # "largest", cut from its "the" by find_keywords, is rank 1
     months = frozenset(
-        MONTHS[w] for w in (_fold(x).rstrip(".") for x in _WORD.findall(text)) if w in MONTHS and len(w) >= 3
+        MONTHS[w] for w in (fold(x).rstrip(".") for x in _WORD.findall(text)) if w in MONTHS and len(w) >= 3
     ) if kind == "date" else frozenset()
-    words = tuple(_name_words(text)) if kind == "name" else ()
-    if kind == "name" and _is_dotted_acronym(text):
-        words = (_fold(text.strip().replace(".", "")),)  # "U.S." is the acronym "us"
-    stems = frozenset(light_stem(w) for w in word_pieces(text) if _fold(w) not in _NON_KEYWORDS)
-    acronym = kind == "name" and len(words) == 1 and text.strip().isupper() and _is_acronym(words[0])
+    words = tuple(name_words(text)) if kind == "name" else ()
+    if kind == "name" and is_dotted_acronym(text):
+        words = (fold(text.strip().replace(".", "")),)  # "U.S." is the acronym "us"
+    stems = frozenset(light_stem(w) for w in word_pieces(text) if fold(w) not in _NON_KEYWORDS)
     cardinals = cardinal_values(text) if kind == "number" else frozenset()
     dimensions = frozenset(
         light_stem(w) for w in word_pieces(text) if is_rank_superlative(w)
@@ -422,7 +480,12 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     measure = measured[0][2] if len(measured) == 1 else None
     years = year_range(text) if kind == "date" else None
     pair = _dash_pair(text) if kind == "number" else None
-    facts = KeywordFacts(kind, numbers, months, words, stems, acronym, cardinals, dimensions, hedge, measure, years, pair)
+    capitals = frozenset(
+        fold(w) for w in _WORD.findall(text.replace(".", "")) if w.isupper() and is_acronym(w)
+    ) & set(words) if kind == "name" else frozenset()
+    facts = KeywordFacts(
+        kind, numbers, months, words, stems, capitals, cardinals, dimensions, hedge, measure, years, pair
+    )
     readings = [keyword_facts(t, "date") for t in date_readings(text)] if kind == "date" else []
     # An ambiguous date is held as written, or as either date it may be.
     return dataclasses.replace(facts, readings=(facts, *readings)) if readings else facts
@@ -462,16 +525,27 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
     if k.kind == "name":
         if not k.words:
             return False
-        # A name's words by their stem ("White Sport Coat" holds "White Sports Coat").
-        if all(w in f.words or stem in f.stems for w, stem in zip(k.words, k.word_stems)):
+        # A name's words by their stem ("White Sport Coat" holds "White Sports Coat"); a
+        # word in capitals as an acronym ("US" in "The U.S. Army", "CDC" for "Centers for
+        # Disease Control and Prevention"), and only so when it is also a common word ("US"
+        # is not held by "us", nor "WHO" by "who").
+        if all(
+            (w in f.acronyms or w in f.spelled) if w in k.capitals and w in _NON_KEYWORDS
+            else w in f.words or stem in f.stems or (w in k.capitals and w in f.spelled)
+            for w, stem in zip(k.words, k.word_stems)
+        ):
             return True
         # A first name written as its initial, here or there ("L. Chen", "Laura Chen").
-        if len(k.words) > 1 and any(_initials_agree(k.words, name.split()) for name in f.names):
+        if len(k.words) > 1 and any(initials_agree(k.words, name.split()) for name in f.names):
             return True
-        # An acronym and its expansion hold each other ("IPL", "Indian Premier League").
-        if k.acronym:
-            return any(_initials(name) == k.words[0] for name in f.names)
-        return len(k.words) > 1 and _initials(" ".join(k.words)) in f.acronyms
+        # The same name numbered the other way ("World War II", "Second World War").
+        if (variant := renumbered(k.words)) is not None and " ".join(variant) in f.names:
+            return True
+        # A quarter or a half of a year by its code ("Q3": "the third quarter").
+        if (period := period_words(k.words)) is not None and all(w in f.words for w in period):
+            return True
+        # An expansion is held by its acronym ("Indian Premier League", "IPL").
+        return len(k.words) > 1 and initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
 
 
@@ -498,15 +572,6 @@ def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
     return True
 
 
-def _initials(name: str) -> str:
-    """The first letters of a folded name's words, joiners left out ("indian premier league" -> "ipl")."""
-    return "".join(w[0] for w in name.split() if w not in _JOINERS)
-
-
-def _is_acronym(word: str) -> bool:
-    return 2 <= len(word) <= 6 and word.isalpha()
-
-
 def _key(tag: str, value: str) -> int:
     """The 32-bit key of one tagged fact: its CRC-32, the same in every process (a
     sentence's keys may be pickled with its facts). Two facts may share a key; the keys
@@ -516,12 +581,13 @@ def _key(tag: str, value: str) -> int:
 
 def fact_keys(f: SentenceFacts) -> np.ndarray:
     """The keys (:func:`_key`) of the facts a keyword is looked up by: numbers (``n``),
-    months (``m``), words (``w``), stems (``s``), each name's initials (``i``), acronyms
-    (``a``) and the dimensions it measures (``d``). A sentence that holds a keyword has
+    months (``m``), words (``w``), stems (``s``), the acronyms its names may be written as
+    (``i``: :func:`~tokenshapley_rag._names.spelled_acronyms`), its words in capitals (``a``)
+    and the dimensions it measures (``d``). A sentence that holds a keyword has
     every key of one of the keyword's requirements (:func:`_requirements`)."""
     tagged: list[tuple[str, Iterable[str]]] = [
         ("n", f.numbers), ("m", map(str, f.months)), ("w", f.words), ("s", f.stems),
-        ("i", (_initials(name) for name in f.names)), ("a", f.acronyms), ("d", {m[0] for m in f.measures}),
+        ("i", f.spelled), ("a", f.acronyms), ("d", {m[0] for m in f.measures}),
     ]
     return np.array([_key(tag, v) for tag, values in tagged for v in values], dtype=np.uint32)
 
@@ -545,11 +611,16 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
     if k.kind == "name":
         if not k.words:
             return []
-        out = [[(_key("w", w), _key("s", st)) for w, st in zip(k.words, k.word_stems)]]
-        if k.acronym:
-            out.append([(_key("i", k.words[0]),)])
-        elif len(k.words) > 1:
-            out.append([(_key("a", _initials(" ".join(k.words))),)])
+        out = [[
+            (_key("w", w), _key("s", st)) + ((_key("a", w), _key("i", w)) if w in k.capitals else ())
+            for w, st in zip(k.words, k.word_stems)
+        ]]
+        if (variant := renumbered(k.words)) is not None:
+            out.append([(_key("w", w),) for w in variant])
+        if (period := period_words(k.words)) is not None:
+            out.append([(_key("w", w),) for w in period])
+        if len(k.words) > 1:
+            out.append([(_key("a", initials(" ".join(k.words))),)])
             out.append([(_key("w", k.words[-1]),)])  # the other words may be initials
         return out
     return stems
@@ -670,7 +741,7 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     if not text[:1].isupper() or " " in text:
         return False
     # A hyphenated name is two words of a source's name ("Ar-Pharazôn": "ar pharazon").
-    words = " ".join(_name_words(text))  # without a possessive: "Acme's" is "acme"
+    words = " ".join(name_words(text))  # without a possessive: "Acme's" is "acme"
     return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
 
 
@@ -746,7 +817,9 @@ def keyword_status(
     predicate_weight: float = 1.0,
     *,
     topic: bool = False,
-    claim_words: frozenset[str] = frozenset(),
+    claim_held: np.ndarray | None = None,
+    neighbours: tuple[str, ...] = (),
+    claim_size: int = 0,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -795,6 +868,19 @@ def keyword_status(
     answer sentence is only a name by the sources' spelling, and its predicate may be any
     sentence's); within the anchor :data:`PREDICATE_AGREEMENT` applies.
 
+    The claim's own keywords decide within a page. ``claim_held`` and ``claim_size``: how
+    many of the claim's other keywords each sentence holds, and how many there are (its
+    subject left out: the anchor checks it); ``neighbours``: what stands beside the keyword
+    in the answer sentence (:func:`value_neighbours`). A number, date or name that the anchor
+    holds is contradicted by another sentence of a document holding it that holds more of
+    those keywords than every sentence holding it, more than half of them and two, and states
+    another value of its kind beside the same word or in the same place ("Maria Gómez, aged
+    45, has led the bank." against the page's "Maria Gómez, aged 54, has led the bank ...",
+    when 45 is the page's market share: :func:`_placed_rival`). A number or date that no
+    anchor source holds is contradicted by a sentence of the anchor that holds more of them
+    than every sentence holding it and states another value of its kind
+    (:func:`_worded_rival`: "The Eiffel Tower was completed in 1815.").
+
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
     holds: contradicted by the anchor's rival when that states the claim (its predicate
@@ -833,6 +919,18 @@ def keyword_status(
                 )
                 if status != "supported":
                     return status, np.zeros_like(held), rival
+            if claim_held is not None and neighbours:
+                # ... and a page holds many values: one taken from another of its sentences
+                # is overturned by the sentence that states more of the claim with another
+                # value in its place ("Kylian Mbappé won the Golden Ball." against "Lionel
+                # Messi won the Golden Ball ...", when the page's Mbappé won the Golden Boot).
+                pages = np.zeros(int(sentence_document.max()) + 1, dtype=bool)
+                pages[sentence_document[agreeing]] = True
+                placed = _placed_rival(
+                    k, pages[sentence_document] & ~held, agreeing, facts, answer, claim_held, claim_size, neighbours,
+                )
+                if placed >= 0:
+                    return "contradicted", np.zeros_like(held), placed
             return "supported", agreeing, -1
     if topic and subject_sources is not None and held.any():
         # The question names the claim's subject, so the claim is about it: a value that
@@ -846,12 +944,12 @@ def keyword_status(
     rival, best = _rival(k, pool, predicate, facts, answer)
     if rival >= 0 and held.any() and best >= tolerance * float(predicate[beside].max()):
         return "contradicted", np.zeros_like(held), rival
-    if held.any() and subject_sources is not None and k.kind in ("number", "date") and claim_words:
-        # The subject's page states the claim's own words with another value, and no
-        # sentence holding this one states as many of them: "The Eiffel Tower was completed
-        # in 1815." against "It was completed on 31 March 1889 ...", not Ada Lovelace's
-        # "born on 10 December 1815" (whatever the predicate game makes of "was ... in").
-        worded = _worded_rival(k, pool, beside, facts, answer, claim_words)
+    if held.any() and subject_sources is not None and k.kind in ("number", "date") and claim_held is not None:
+        # The subject's page states more of the claim's keywords with another value than
+        # any sentence holding this one: "The Eiffel Tower was completed in 1815." against
+        # "It was completed on 31 March 1889 ...", not Ada Lovelace's "born on 10 December
+        # 1815" (whatever the predicate game makes of "was ... in").
+        worded = _worded_rival(k, pool, held, facts, answer, claim_held)
         if worded >= 0:
             return "contradicted", np.zeros_like(held), worded
     # A value no source holds is contradicted only by a sentence that states the claim: its
@@ -886,23 +984,56 @@ def _rival(
     return -1, 0.0
 
 
-def _worded_rival(
-    k: KeywordFacts, pool: np.ndarray, beside: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
-    claim_words: frozenset[str],
-) -> int:
-    """The sentence of ``pool`` that holds the most of ``claim_words`` (light stems), more than
-    any sentence of ``beside`` does, and states another value of the keyword's kind
-    (:func:`states_other_value`), the first of equals; -1 when there is none."""
-    def count(j: int) -> int:
-        return len(claim_words & facts[j].stems)
+def _claim_sentences(pool: np.ndarray, against: np.ndarray, claim_held: np.ndarray, at_least: int = 1) -> list[int]:
+    """The sentences of ``pool`` that hold more of the claim's other keywords (``claim_held``:
+    how many each sentence holds) than any sentence of ``against`` does, and at least
+    ``at_least``: the most first, the first of equals first."""
+    best_against = int(claim_held[against].max()) if against.any() else 0
+    tried = np.flatnonzero(pool & (claim_held > best_against) & (claim_held >= at_least))
+    return tried[np.lexsort((tried, -claim_held[tried]))].tolist()
 
-    beside_best = max((count(j) for j in np.flatnonzero(beside).tolist()), default=0)
-    counted = [(count(j), j) for j in np.flatnonzero(pool).tolist()]
-    for n, j in sorted(counted, key=lambda pair: (-pair[0], pair[1])):
-        if n <= beside_best:
-            break
-        if states_other_value(k, facts[j], answer):
-            return j
+
+def _worded_rival(
+    k: KeywordFacts, pool: np.ndarray, against: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
+    claim_held: np.ndarray,
+) -> int:
+    """The first of :func:`_claim_sentences` that states another value of the keyword's kind
+    (:func:`states_other_value`); -1 when there is none."""
+    return next((j for j in _claim_sentences(pool, against, claim_held) if states_other_value(k, facts[j], answer)), -1)
+
+
+def _in_answer(word: str, answer: SentenceFacts) -> bool:
+    return word in answer.words or light_stem(word) in answer.stems
+
+
+def _placed_rival(
+    k: KeywordFacts, pool: np.ndarray, holders: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
+    claim_held: np.ndarray, claim_size: int, neighbours: tuple[str, ...],
+) -> int:
+    """The first of :func:`_claim_sentences` (against ``holders``, holding more than half of
+    the claim's ``claim_size`` other keywords and at least :data:`WORD_ANCHOR_MINIMUM`) that states
+    another value of the keyword's kind where the answer states the keyword: beside one of
+    the same ``neighbours`` (:attr:`SentenceFacts.placed`); -1 when there is none.
+
+    >>> facts = [sentence_facts(t) for t in (
+    ...     "Maria Gómez is the chief executive.", "Maria Gómez, aged 54, has led the bank since 2019.", "Its share is 45%.")]
+    >>> answer = sentence_facts("Maria Gómez, aged 45, has led the bank since 2019.")
+    >>> claim_held = np.array([0, 3, 0])  # "aged", "led", "bank" and "2019", the subject left out
+    >>> _placed_rival(keyword_facts("45", "number"), np.array([True, True, False]), np.array([False, False, True]),
+    ...               facts, answer, claim_held, 4, ("<age", ">lead"))
+    1
+    """
+    at_least = max(WORD_ANCHOR_MINIMUM, claim_size // 2 + 1)
+    for j in _claim_sentences(pool, holders, claim_held, at_least):
+        for kind, stem, values in facts[j].placed:
+            if kind != k.kind or stem not in neighbours or not values:
+                continue
+            # Another name: its last word is not the answer's ("Kylian Mbappé" is the
+            # answer's "Mbappé"), by the match rule's stems.
+            if kind == "name" and values[0] and not _in_answer(values[0].split()[-1], answer):
+                return j
+            if kind != "name" and set(values) != k.numbers:
+                return j
     return -1
 
 
@@ -959,9 +1090,9 @@ def locate_keyword(text: str, kind: str, sentence: str, hedge: str = "") -> tupl
         for a, b, m in measures(sentence) if len(measured) == 1 else ():
             if same_measure(measured[0][2], m):
                 return a, b
-    words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(sentence)]
+    words = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(sentence)]
     if kind == "name":
-        need = set(_name_words(text))
+        need = set(name_words(text))
         hits = [(a, b) for a, b, w in words if w in need]
         if hits and {w for _, _, w in words if w in need} == need:
             return hits[0][0], hits[-1][1]

@@ -63,13 +63,14 @@ __all__ = [
     "run_support_cli",
     "run_support_set_eval",
     "sentence_scores",
+    "swap_name_in_source",
     "targets",
     "truncate_source",
     "word_overlap",
 ]
 
 #: Kinds of changed answers, in reporting order (the control is reported beside them).
-CHANGE_KINDS: tuple[str, ...] = ("number", "date", "name_swap", "name_invented")
+CHANGE_KINDS: tuple[str, ...] = ("number", "date", "name_swap", "name_in_source", "name_invented")
 #: Span sets the changed-answers protocol runs on.
 CHANGED_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "nq")
 #: Sets the support-set protocol runs on (claim-level labels).
@@ -563,6 +564,34 @@ def swap_name(example: AttributionExample, target: Target, key: str = "") -> str
     return _pick(cands, target.text, _hash(key))
 
 
+def swap_name_in_source(example: AttributionExample, target: Target, key: str = "") -> str | None:
+    """A name that another sentence of a gold source of ``target``'s span holds, and that no
+    sentence of that source holding the target does (nor the answer), with as many words as
+    the target when possible; None if none ("Lionel Messi won the Golden Ball." -> "Kylian
+    Mbappé won ...", when the next sentence of the page says Mbappé won the Golden Boot).
+
+    Candidates are the name keywords (as for :func:`swap_name`) of the sentences
+    (:func:`split_sentences`) of the span's gold sources that do not hold the target, in
+    source and then text order; the pick among them is ``sha1(key)`` modulo their number.
+    """
+    gold = example.spans[target.span_index].source_ids
+    cands: list[str] = []
+    for s in example.sources:
+        if s.id not in gold:
+            continue
+        sentences = [s.text[a:b] for a, b in split_sentences(s.text)]
+        holding = [t for t in sentences if holds(t, target.text)]
+        if not holding:
+            continue
+        for sentence in sentences:
+            if holds(sentence, target.text):
+                continue
+            for nm in _names(sentence):
+                if nm not in cands and _name_ok(nm, target.text, example.answer) and not any(holds(t, nm) for t in holding):
+                    cands.append(nm)
+    return _pick(cands, target.text, _hash(key))
+
+
 def name_pool(examples: Iterable[AttributionExample]) -> list[tuple[str, str]]:
     """``(example id, name)`` of every name target of ``examples`` (file order) of at least
     3 characters that does not open a longer sentence: where invented names come from."""
@@ -629,9 +658,10 @@ def _replace(example: AttributionExample, t: Target, kind: str, new: str) -> Cha
 def make_changes(example: AttributionExample, pool: Sequence[tuple[str, str]] = ()) -> list[ChangedAnswer]:
     """Every changed answer of ``example``: for each gold span, one per applicable kind.
 
-    For each gold span and kind (number, date, name_swap, name_invented) the span's first
-    target of that kind (:func:`targets`) for which a change exists is changed
-    (:func:`change_number`, :func:`change_date`, :func:`swap_name`, :func:`invent_name`;
+    For each gold span and kind (number, date, name_swap, name_in_source, name_invented)
+    the span's first target of that kind (:func:`targets`) for which a change exists is
+    changed (:func:`change_number`, :func:`change_date`, :func:`swap_name`,
+    :func:`swap_name_in_source`, :func:`invent_name`;
     ``key = example.id | target start | kind``). Pure and deterministic: the same example
     and pool give the same list. ``pool`` is :func:`name_pool` of the set (no invented names
     when empty).
@@ -651,6 +681,8 @@ def make_changes(example: AttributionExample, pool: Sequence[tuple[str, str]] = 
                     new = change_date(t.text, texts, key)
                 elif kind == "name_swap":
                     new = swap_name(example, t, key)
+                elif kind == "name_in_source":
+                    new = swap_name_in_source(example, t, key)
                 else:
                     new = invent_name(example, t, pool, key)
                 if new is not None:

@@ -1,0 +1,154 @@
+"""How a name may be written (docs/method.md §8, the match rule on names): its words without
+joiners, titles or a possessive, its initials and acronyms, a number written as a Roman
+numeral or an ordinal, a quarter's code. Pure functions over text and folded words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from tokenshapley_rag._segment import _UP
+
+__all__ = [
+    "DOTTED_INITIALS",
+    "JOINERS",
+    "fold",
+    "initials",
+    "initials_agree",
+    "is_acronym",
+    "is_dotted_acronym",
+    "name_words",
+    "period_words",
+    "renumbered",
+    "spelled_acronyms",
+]
+
+_WORD = re.compile(r"\w+")
+
+JOINERS = frozenset("of the de del della di da von van der den la le du bin al y and".split())
+
+
+def fold(word: str) -> str:
+    """Casefold, NFKD and drop combining marks ("Rhône" -> "rhone")."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+# Initials with periods ("U.S.", "U.K."): an acronym, one word.
+DOTTED_INITIALS = re.compile(r"(?:[^\W\d_]\.){2,}")
+
+
+def is_dotted_acronym(text: str) -> bool:
+    return DOTTED_INITIALS.fullmatch(text.strip()) is not None and text.isupper()
+
+
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+
+
+def name_words(text: str) -> list[str]:
+    """A name's folded words without joiners, titles or a possessive ("Gate Bridge's" ->
+    gate, bridge; "Dr. Laura Chen" -> laura, chen)."""
+    words = [f for f in (fold(w) for w in _WORD.findall(_POSSESSIVE.sub("", text))) if f not in JOINERS]
+    return [w for w in words if w not in TITLES] if len(words) > 1 else words
+
+
+# Titles before a person's name: not part of what the name says ("Dr. Laura Chen" is Laura Chen).
+TITLES = frozenset("dr mr mrs ms mx prof sir dame rev".split())
+
+
+def initials_agree(words: Sequence[str], name: Sequence[str]) -> bool:
+    """Whether a name's words and a source name's agree where one writes a word as its
+    initial ("L. Chen" and "Laura Chen", "John F. Kennedy" and "John Fitzgerald Kennedy"): in
+    order, each word equal or an initial of the other's, the last words equal.
+
+    >>> initials_agree(["l", "chen"], ["laura", "chen"]), initials_agree(["laura", "chen"], ["l", "chen"])
+    (True, True)
+    >>> initials_agree(["m", "chen"], ["laura", "chen"]), initials_agree(["l", "hale"], ["laura", "chen"])
+    (False, False)
+    """
+    if not words or not name or words[-1] != name[-1]:
+        return False
+    i = 0
+    for w in words:
+        while i < len(name) and not (
+            name[i] == w or (len(w) == 1 and name[i].startswith(w)) or (len(name[i]) == 1 and w.startswith(name[i]))
+        ):
+            i += 1
+        if i == len(name):
+            return False
+        i += 1
+    return True
+
+
+_ROMAN = ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
+_ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def renumbered(words: Sequence[str]) -> tuple[str, ...] | None:
+    """A name's words with its number written the other way: a closing Roman numeral as an
+    opening ordinal, and back ("world war ii" <-> "second world war"); None when it has none.
+
+    >>> renumbered(("world", "war", "ii")), renumbered(("first", "world", "war")), renumbered(("henry",))
+    (('second', 'world', 'war'), ('world', 'war', 'i'), None)
+    """
+    if len(words) >= 2 and words[-1] in _ROMAN:
+        return (_ORDINAL[_ROMAN.index(words[-1])], *words[:-1])
+    if len(words) >= 2 and words[0] in _ORDINAL:
+        return (*words[1:], _ROMAN[_ORDINAL.index(words[0])])
+    return None
+
+
+_PERIOD_CODE = re.compile(r"([qh])([1-4])")
+
+
+def period_words(words: Sequence[str]) -> tuple[str, str] | None:
+    """The words of a quarter's or a half's code ("q3" -> third, quarter; "h1" -> first,
+    half); None for any other name.
+
+    >>> period_words(("q3",)), period_words(("h2",)), period_words(("h3",)), period_words(("q3", "report"))
+    (('third', 'quarter'), ('second', 'half'), None, None)
+    """
+    code = _PERIOD_CODE.fullmatch(words[0]) if len(words) == 1 else None
+    if code is None or (code[1] == "h" and int(code[2]) > 2):
+        return None
+    return _ORDINAL[int(code[2]) - 1], "quarter" if code[1] == "q" else "half"
+
+
+def initials(name: str) -> str:
+    """The first letters of a folded name's words, joiners left out ("indian premier league" -> "ipl")."""
+    return "".join(w[0] for w in name.split() if w not in JOINERS)
+
+
+def is_acronym(word: str) -> bool:
+    return 2 <= len(word) <= 6 and word.isalpha()
+
+
+# A run of capitalised words, joined by the small words an acronym leaves out ("Centers for
+# Disease Control and Prevention").
+_CAPITAL_RUN = re.compile(rf"{_UP}[\w'’\-]*(?:\s+(?:(?:of|for|and|the|on|in|de|&)\s+)*{_UP}[\w'’\-]*)*")
+_ACRONYM_SKIPS = JOINERS | {"for", "on", "in", "&"}
+
+
+def spelled_acronyms(text: str) -> frozenset[str]:
+    """The acronyms a sentence's names may be written as (folded): the initials of each run
+    of capitalised words, small joining words left out ("The World Health Organization" ->
+    "who"), and each run of three to six of those initials ("Centers for Disease Control and
+    Prevention" -> "cdcp", and "cdc": a name is often shortened to its first words'
+    initials, and the run may begin with a word the acronym leaves out, "U.S. Centers ...").
+
+    >>> sorted(spelled_acronyms("The U.S. Centers for Disease Control and Prevention said so."))
+    ['cdc', 'cdcp', 'dcp']
+    >>> sorted(spelled_acronyms("It is in the United Kingdom."))
+    ['uk']
+    """
+    out: set[str] = set()
+    for m in _CAPITAL_RUN.finditer(text):
+        words = [w for w in m.group().split() if w[:1].isupper()]
+        initials = "".join(fold(w)[:1] for w in words if fold(w) not in _ACRONYM_SKIPS)
+        if len(initials) >= 2:
+            out.add(initials)
+        for a in range(len(initials)):
+            out.update(initials[a:b] for b in range(a + 3, min(len(initials), a + 6) + 1))
+    return frozenset(out)
