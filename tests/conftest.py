@@ -123,6 +123,26 @@ def attribute_once(ts):
     return run
 
 
+@pytest.fixture(scope="session")
+def keyword_status_of(attribute_once):
+    """Attribute ``answer`` over ``sources`` (once per session), check one keyword's status
+    and where it points: a supported keyword cites ``source`` first and has no conflict, a
+    contradicted one conflicts with ``source`` and cites nothing, an unsupported one neither."""
+
+    def check(sources, question, answer, keyword, status, source):
+        res = attribute_once(sources, question, answer)
+        c = next(c for c in res.citations if c.text == keyword)
+        assert c.status == status
+        if status == "unsupported":
+            assert c.best is None and c.conflict is None
+        elif status == "supported":
+            assert c.best is not None and c.best.source_id == source and c.conflict is None
+        else:
+            assert c.conflict is not None and c.conflict.source_id == source and c.best is None
+
+    return check
+
+
 class FakeLM:
     """A deterministic stand-in for ``tokenshapley_rag.benchmark._lm.ResponseLM`` (no model).
 

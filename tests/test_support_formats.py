@@ -111,16 +111,8 @@ def ask(attribute_once):
 
 
 @pytest.mark.parametrize("question, answer, keyword, status, source", ROWS)
-def test_values_written_another_way(ask, question, answer, keyword, status, source):
-    res = ask(question, answer)
-    c = next(c for c in res.citations if c.text == keyword)
-    assert c.status == status
-    if status == "unsupported":
-        assert c.best is None and c.conflict is None
-    if status == "supported":
-        assert c.best is not None and c.best.source_id == source and c.conflict is None
-    elif status == "contradicted":
-        assert c.conflict is not None and c.conflict.source_id == source and c.best is None
+def test_values_written_another_way(keyword_status_of, question, answer, keyword, status, source):
+    keyword_status_of(SOURCES, question, answer, keyword, status, source)
 
 
 def test_a_converted_measurement_is_cited_where_the_source_states_it(ask):

@@ -113,25 +113,13 @@ ROWS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def ask(attribute_once):
-    """``ts.attribute`` over these sources, each (question, answer) attributed once."""
-    return lambda question, answer: attribute_once(SOURCES, question, answer)
-
-
 @pytest.mark.parametrize("question, answer, keyword, status, source", ROWS)
-def test_facts_recombined_within_a_document(ask, question, answer, keyword, status, source):
-    res = ask(question, answer)
-    c = next(c for c in res.citations if c.text == keyword)
-    assert c.status == status
-    if status == "supported":
-        assert c.best is not None and c.best.source_id == source and c.conflict is None
-    elif status == "contradicted":
-        assert c.conflict is not None and c.conflict.source_id == source and c.best is None
+def test_facts_recombined_within_a_document(keyword_status_of, question, answer, keyword, status, source):
+    keyword_status_of(SOURCES, question, answer, keyword, status, source)
 
 
-def test_a_hedge_word_is_not_a_keyword(ask):
+def test_a_hedge_word_is_not_a_keyword(attribute_once):
     # "nearly" was an unsupported keyword next to the source's "almost"
-    res = ask("What happened to emissions?", "Aviation emissions dropped by nearly half.")
+    res = attribute_once(SOURCES, "What happened to emissions?", "Aviation emissions dropped by nearly half.")
     assert [c.text for c in res.citations] == ["Aviation", "emissions", "dropped", "half"]
     assert all(c.status == "supported" for c in res.citations)
