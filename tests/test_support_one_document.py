@@ -98,6 +98,12 @@ ROWS = [
     ("Who won the Golden Ball?", "Messi won the Golden Boot with eight goals.", "Messi", "contradicted", "worldcup"),
     ("Who walked on the Moon?", "Buzz Aldrin was the first person to walk on the Moon.", "Buzz Aldrin", "contradicted", "apollo"),
     ("What did Curie win?", "Marie Curie won the Nobel Prize in Physics in 1911.", "Physics", "contradicted", "nobel"),
+    # ", and" before a name and its verb opens a second claim, not a list's last item: the
+    # first claim was too long for the rule
+    ("Who won the Golden Ball?", "Kylian Mbappé won the Golden Ball, and Argentina beat France on penalties.", "Kylian Mbappé", "contradicted", "worldcup"),
+    ("Who won the Golden Ball?", "Kylian Mbappé won the Golden Ball, and Argentina beat France on penalties.", "Argentina", "supported", "worldcup"),
+    ("Who won the Golden Ball?", "Lionel Messi won the Golden Ball, and Mbappé won the Golden Boot with eight goals.", "Lionel Messi", "supported", "worldcup"),
+    ("Who won the Golden Ball?", "Lionel Messi won the Golden Ball, and Mbappé won the Golden Boot with eight goals.", "Mbappé", "supported", "worldcup"),
     # answers that combine a page's sentences correctly stay supported
     ("Who won the Golden Ball?", "Lionel Messi won the Golden Ball.", "Lionel Messi", "supported", "worldcup"),
     ("Who won the Golden Ball?", "Mbappé won the Golden Boot with eight goals, and Messi won the Golden Ball.", "Mbappé", "supported", "worldcup"),

@@ -337,10 +337,19 @@ def keyword_statuses(
     rivals: list[int] = []
     # Items of one list ("A, B and C") are alternatives an answer may take from
     # different sources: they are not each other's anchor.
+    # But ", and" before a name that a word follows, after a claim that has said something
+    # before the first, opens a clause: "Lionel Messi won the Golden Ball, and Mbappé won the
+    # Golden Boot" is two claims, "Saint Helena, Ascension and Tristan da Cunha drive on the
+    # left" and "starred Aoi as Sakuya, ..., and Waku Sakaguchi and Tomonori Suzuki as Ken" one.
     group = list(range(n_kw))
     for r in range(1, n_kw):
         a, b = cited[r - 1][0], cited[r][0]
-        if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(response[a.end : b.start]):
+        joiner = response[a.end : b.start]
+        if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(joiner) and not (
+            CLAUSE_JOINER.fullmatch(joiner)
+            and r + 1 < n_kw and kw_sentence[r + 1] == kw_sentence[r] and cited[r + 1][0].kind == "word"
+            and any(cited[o][0].kind == "word" for o in range(group[r - 1]) if kw_sentence[o] == kw_sentence[r])
+        ):
             group[r] = group[r - 1]
     # Each keyword's claim and the claim's subject: a value's anchor is the documents holding
     # the subject; the subject's, those holding the most of the claim's other values (below).
@@ -650,6 +659,8 @@ def claim_spans(
 PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # A comparison's second term is a claim of its own ("Acme, with 14,300 employees, is
 # smaller than Globex, which has 22,000.": 22,000 is Globex's).
+# ", and" or ", or" between two items: a list's last item, or a new clause (keyword_statuses).
+CLAUSE_JOINER = re.compile(r"\s*,\s*(?:and|or|but)\s+(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(
     r";|(?:,\s*|\s+)(?:and|but|while|whereas|than)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
     re.IGNORECASE,
