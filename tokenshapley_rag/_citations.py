@@ -372,11 +372,20 @@ def keyword_statuses(
             own = sentence_facts(response[span[0] : span[1]])
             claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
     # What stands beside each number, date and name in its answer sentence (value_neighbours).
+    # Read with the sentence's stopwords too, as a source sentence's are (a pronoun or a
+    # conjunction between breaks the link), and with the cited keywords' kinds.
     neighbours: list[tuple[str, ...]] = [()] * n_kw
-    for i in set(kw_sentence):
-        rows = [r for r in range(n_kw) if kw_sentence[r] == i]
-        for r, near in zip(rows, value_neighbours([cited[r][0] for r in rows])):
-            neighbours[r] = near
+    row_of = {(kw.start, kw.end): r for r, (kw, _) in enumerate(cited)}
+    for i in sorted(set(kw_sentence)):
+        a, b = answer_spans[i]
+        units = [
+            cited[row_of[k.start + a, k.end + a]][0] if (k.start + a, k.end + a) in row_of
+            else Keyword(k.start + a, k.end + a, k.text, k.kind)
+            for k in find_keywords(response[a:b])
+        ]
+        for k, near in zip(units, value_neighbours(units)):
+            if (k.start, k.end) in row_of:
+                neighbours[row_of[k.start, k.end]] = near
     # How many of each claim's keywords every sentence holds ("completed" and "Eiffel Tower"
     # in "The Eiffel Tower was completed in 1815."): a sentence stating the claim with
     # another value holds more of them than the one a wrong value was taken from.

@@ -46,6 +46,14 @@ from tokenshapley_rag._segment import (
     value_spans,
     word_pieces,
 )
+from tokenshapley_rag._measures import (
+    Measure,
+    fraction_measures,
+    measures,
+    rounds_measure,
+    same_measure,
+    same_unit_and_value,
+)
 from tokenshapley_rag._names import (
     DOTTED_INITIALS,
     fold,
@@ -58,7 +66,6 @@ from tokenshapley_rag._names import (
     renumbered,
     spelled_acronyms,
 )
-from tokenshapley_rag._measures import Measure, fraction_measures, measures, rounds_measure, same_measure, same_unit_and_value
 from tokenshapley_rag._values import (
     MONTHS,
     PLAIN_NUMBER,
