@@ -62,6 +62,19 @@ def _statuses(result):
     return {c.text: c.status for c in result.citations}
 
 
+def test_a_chunk_without_a_title_is_shown_by_its_document(ts):
+    # a chunk's id is often a random node id; its document names it for a reader
+    answer = "The Eiffel Tower was completed on 31 March 1889, in time for the World's Fair."
+    chunks = [dataclasses.replace(s, id=f"node-{i}") for i, s in enumerate(CHUNKS)]
+    res = ts.attribute(QUESTION, chunks, answer)
+    date = next(c for c in res.citations if c.text == "31 March 1889")
+    assert (date.best.source_id, date.best.display_name) == ("node-0", "eiffel.md")
+    assert "eiffel.md" in res.to_markdown() and "node-0" not in res.to_markdown()
+    titled = [dataclasses.replace(s, metadata={"title": "The tower"}) for s in chunks]
+    date = next(c for c in ts.attribute(QUESTION, titled, answer).citations if c.text == "31 March 1889")
+    assert date.best.display_name == "The tower"  # a title still wins
+
+
 @pytest.mark.slow
 def test_a_subject_from_one_chunk_and_its_date_from_the_next_are_supported(ts):
     answer = "The Eiffel Tower was completed on 31 March 1889, in time for the World's Fair."

@@ -785,7 +785,7 @@ def source_attribution(
         sentence_start=rec.start,
         sentence_end=rec.end,
         sentence_index=rec.sentence_index,
-        display_name=display_name(src.id, src.metadata),
+        display_name=display_name(src.id, src.metadata, src.document),
         page=page_of(src.metadata),
         keyword_start=None if at is None else rec.start + at[0],
         keyword_end=None if at is None else rec.start + at[1],

@@ -51,14 +51,15 @@ DISPLAY_KEYS = ("title", "file_name", "source", "url")
 PAGE_KEYS = ("page_label", "page")
 
 
-def display_name(source_id: str, metadata: Mapping[str, Any]) -> str:
+def display_name(source_id: str, metadata: Mapping[str, Any], document: str | None = None) -> str:
     """How a reader should see a source: its metadata's ``title``, ``file_name``,
-    ``source`` (a path's last part) or ``url``, else its id.
+    ``source`` (a path's last part) or ``url``, else the document it was cut from (a
+    LlamaIndex node's ``ref_doc_id``: "bank", not the chunk's random node id), else its id.
 
     >>> display_name("3f2c", {"file_name": "eiffel.md"}), display_name("3f2c", {"source": "/data/docs/nile.txt"})
     ('eiffel.md', 'nile.txt')
-    >>> display_name("3f2c", {})
-    '3f2c'
+    >>> display_name("3f2c", {}), display_name("3f2c", {}, document="bank")
+    ('3f2c', 'bank')
     """
     for key in DISPLAY_KEYS:
         value = metadata.get(key)
@@ -67,6 +68,8 @@ def display_name(source_id: str, metadata: Mapping[str, Any]) -> str:
             if key == "source" and "://" not in value:
                 value = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or value
             return value
+    if isinstance(document, str) and document.strip():
+        return document.strip()
     return source_id
 
 
