@@ -41,6 +41,7 @@ DOTTED_INITIALS = re.compile(r"(?:[^\W\d_]\.){2,}")
 
 
 def is_dotted_acronym(text: str) -> bool:
+    """Whether ``text`` is dotted initials in capitals and nothing else ("U.S.", not "J. R.")."""
     return DOTTED_INITIALS.fullmatch(text.strip()) is not None and text.isupper()
 
 
@@ -122,6 +123,7 @@ def initials(name: str) -> str:
 
 
 def is_acronym(word: str) -> bool:
+    """Whether a word written in capitals may be an acronym: two to six letters ("UK", "CDC")."""
     return 2 <= len(word) <= 6 and word.isalpha()
 
 
