@@ -4,6 +4,7 @@ arguments; the statuses follow the match rule on facts of ``_support``."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -170,6 +171,7 @@ def assemble_citations(
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
+            keywords=keywords,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -293,6 +295,8 @@ def keyword_statuses(
     context_scale: float = 16.0,
     query: str = "",
     question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
+    *,
+    keywords: Sequence[Keyword],
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -309,7 +313,9 @@ def keyword_statuses(
     :func:`_denial_status`. ``question_predicate``: called once, when some answer sentence says nothing but numbers,
     dates and names (a bare answer, "Wilhelm Conrad Röntgen"), it gives the question's game
     (each sentence's value summed over the question's tokens) and its total weight: the
-    question is that sentence's predicate."""
+    question is that sentence's predicate. ``keywords``: every unit of ``response``
+    (:func:`find_keywords`, stopwords included), for what stands beside each value
+    (:func:`value_neighbours`)."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []
@@ -371,19 +377,16 @@ def keyword_statuses(
         else:
             own = sentence_facts(response[span[0] : span[1]])
             claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
-    # What stands beside each number, date and name in its answer sentence (value_neighbours).
-    # Read with the sentence's stopwords too, as a source sentence's are (a pronoun or a
-    # conjunction between breaks the link), and with the cited keywords' kinds.
+    # What stands beside each number, date and name in its answer sentence (value_neighbours),
+    # read among all of the sentence's units, its stopwords too, as a source sentence's are (a
+    # pronoun or a conjunction between breaks the link), with the cited keywords' kinds.
     neighbours: list[tuple[str, ...]] = [()] * n_kw
     row_of = {(kw.start, kw.end): r for r, (kw, _) in enumerate(cited)}
-    for i in sorted(set(kw_sentence)):
-        a, b = answer_spans[i]
-        units = [
-            cited[row_of[k.start + a, k.end + a]][0] if (k.start + a, k.end + a) in row_of
-            else Keyword(k.start + a, k.end + a, k.text, k.kind)
-            for k in find_keywords(response[a:b])
-        ]
-        for k, near in zip(units, value_neighbours(units)):
+    units = [cited[row_of[k.start, k.end]][0] if (k.start, k.end) in row_of else k for k in keywords]
+    starts = [k.start for k in units]
+    for a, b in answer_spans:
+        sentence = units[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)]
+        for k, near in zip(sentence, value_neighbours(sentence)):
             if (k.start, k.end) in row_of:
                 neighbours[row_of[k.start, k.end]] = near
     # How many of each claim's keywords every sentence holds ("completed" and "Eiffel Tower"
@@ -666,10 +669,10 @@ def claim_spans(
 
 
 PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+# ", and" or ", or" between two items: a list's last item, or a new clause (keyword_statuses).
+CLAUSE_JOINER = re.compile(r"\s*,\s*(?:and|or)\s+(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 # A comparison's second term is a claim of its own ("Acme, with 14,300 employees, is
 # smaller than Globex, which has 22,000.": 22,000 is Globex's).
-# ", and" or ", or" between two items: a list's last item, or a new clause (keyword_statuses).
-CLAUSE_JOINER = re.compile(r"\s*,\s*(?:and|or|but)\s+(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(
     r";|(?:,\s*|\s+)(?:and|but|while|whereas|than)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
     re.IGNORECASE,

@@ -329,10 +329,10 @@ def value_neighbours(keywords: Sequence[Keyword]) -> list[tuple[str, ...]]:
         i = rank[n]
         found = []
         sides = [("<", cited[i - 1] if i > 0 else None, -1), (">", cited[i + 1] if i + 1 < len(cited) else None, 0)]
+        # A name's place may be a number ("Neil Armstrong was the first person"); a value's
+        # is a word or a name.
+        kinds = ("word", "name", "number", "date") if k.kind == "name" else ("word", "name")
         for side, m, word in sides:
-            # A name's place may be a number ("Neil Armstrong was the first person"); a
-            # value's is a word or a name.
-            kinds = ("word", "name", "number", "date") if k.kind == "name" else ("word", "name")
             if m is None or keywords[m].kind not in kinds:
                 continue
             between = keywords[m + 1 : n] if side == "<" else keywords[n + 1 : m]
@@ -1025,7 +1025,7 @@ def _placed_rival(
     >>> facts = [sentence_facts(t) for t in (
     ...     "Maria Gómez is the chief executive.", "Maria Gómez, aged 54, has led the bank since 2019.", "Its share is 45%.")]
     >>> answer = sentence_facts("Maria Gómez, aged 45, has led the bank since 2019.")
-    >>> claim_held = np.array([0, 3, 0])  # "aged", "led", "bank" and "2019", the subject left out
+    >>> claim_held = np.array([0, 4, 0])  # "aged", "led", "bank" and "2019", the subject left out
     >>> _placed_rival(keyword_facts("45", "number"), np.array([True, True, False]), np.array([False, False, True]),
     ...               facts, answer, claim_held, 4, ("<age", ">lead"))
     1

@@ -554,14 +554,19 @@ def swap_name(example: AttributionExample, target: Target, key: str = "") -> str
     """
     gold = example.spans[target.span_index].source_ids
     gold_texts = [s.text for s in example.sources if s.id in gold]
+    others = [s.text for s in example.sources if s.id not in gold]
+    return _pick(_name_candidates(others, target, example.answer, gold_texts), target.text, _hash(key))
+
+
+def _name_candidates(texts: Iterable[str], target: Target, answer: str, avoid: Sequence[str]) -> list[str]:
+    """The usable names (:func:`_names`) of ``texts``, in order, once each: not the target
+    nor the answer's (:func:`_name_ok`), and held by none of ``avoid``."""
     cands: list[str] = []
-    for s in example.sources:
-        if s.id in gold:
-            continue
-        for nm in _names(s.text):
-            if nm not in cands and _name_ok(nm, target.text, example.answer) and not any(holds(t, nm) for t in gold_texts):
+    for text in texts:
+        for nm in _names(text):
+            if nm not in cands and _name_ok(nm, target.text, answer) and not any(holds(t, nm) for t in avoid):
                 cands.append(nm)
-    return _pick(cands, target.text, _hash(key))
+    return cands
 
 
 def swap_name_in_source(example: AttributionExample, target: Target, key: str = "") -> str | None:
@@ -581,14 +586,8 @@ def swap_name_in_source(example: AttributionExample, target: Target, key: str = 
             continue
         sentences = [s.text[a:b] for a, b in split_sentences(s.text)]
         holding = [t for t in sentences if holds(t, target.text)]
-        if not holding:
-            continue
-        for sentence in sentences:
-            if holds(sentence, target.text):
-                continue
-            for nm in _names(sentence):
-                if nm not in cands and _name_ok(nm, target.text, example.answer) and not any(holds(t, nm) for t in holding):
-                    cands.append(nm)
+        others = [t for t in sentences if t not in holding]
+        cands += [nm for nm in _name_candidates(others, target, example.answer, holding) if nm not in cands]
     return _pick(cands, target.text, _hash(key))
 
 
