@@ -336,6 +336,56 @@ def environment(device: str) -> dict:
     return env
 
 
+#: Block shapes for ``bench --shape``: the architecture of a known model with *random*
+#: weights, for timing alone (what a forward pass costs depends on the shapes, not on the
+#: values). No 7-8B weights can reach the lent GPU machine (no network; 64 MiB a call), so
+#: this is how the cost of a 7-8B encoder is measured there; its accuracy cannot be.
+SHAPES: dict[str, dict] = {
+    # SmolLM2-135M-Instruct's config, the default encoder's: the same machine's baseline.
+    "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                         num_key_value_heads=3, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                         max_position_embeddings=8192),
+    # Llama-3.1-8B's blocks (its config.json), with the SmolLM2 tokenizer's 49,152-token
+    # vocabulary instead of 128,256: only the embedding and LM-head matrices change.
+    "llama-3.1-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                         num_key_value_heads=8, rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                         max_position_embeddings=8192),
+}
+
+
+def shaped_model(shape: str, tokenizer_dir: str, device: str, dtype: str, seed: int = 0):
+    """A LoadedModel with ``SHAPES[shape]``'s blocks and random weights (seeded), built on
+    ``device`` in ``dtype``, with the tokenizer (and chat template) of ``tokenizer_dir``.
+
+    Its fingerprint names the shape, dtype and seed: hashing 16 GB of weights would take
+    longer than the whole measurement, and nothing else shares its cache folder.
+    """
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tokenshapley_rag._models.loading import LoadedModel
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = LlamaConfig(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, **SHAPES[shape])
+    torch_dtype = getattr(torch, dtype)
+    torch.manual_seed(seed)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch_dtype)  # initialised in the target dtype: no float32 copy of 8B weights
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    model.eval().requires_grad_(False)
+    n_params = sum(p.numel() for p in model.parameters())
+    fingerprint = hashlib.sha256(f"random-{shape}-{dtype}-seed{seed}".encode()).hexdigest()
+    loaded = LoadedModel(model=model, tokenizer=tokenizer, name=f"{shape} (random weights)", fingerprint=fingerprint,
+                         num_layers=config.num_hidden_layers, hidden_size=config.hidden_size,
+                         max_length=config.max_position_embeddings)
+    return loaded, n_params
+
+
 def bench_tokenshapley(args, examples, clock, report) -> None:
     import torch
 
@@ -346,8 +396,16 @@ def bench_tokenshapley(args, examples, clock, report) -> None:
 
     groups = question_groups(examples, args.questions)
     cache = tempfile.mkdtemp(prefix="ts-gpu-bench-")
-    t_load, ts = clock(TokenShapley, model=args.model, device=args.device, dtype=args.dtype, cache_dir=cache)
-    info = {"model": args.model, "num_layers": ts.loaded.num_layers, "layer": ts.encoder.layer,
+    if args.shape:
+        from tokenshapley_rag._encoder import CausalLMEncoder
+
+        t_load, ts = args.shape_load_seconds, TokenShapley(CausalLMEncoder(args.shape_loaded, args.layer),
+                                                             cache_dir=cache)
+    else:
+        t_load, ts = clock(TokenShapley, model=args.model, device=args.device, dtype=args.dtype, cache_dir=cache,
+                           layer=args.layer)
+    info = {"model": ts.loaded.name if args.shape else args.model, "num_layers": ts.loaded.num_layers,
+            "layer": ts.encoder.layer,
             "param_device": str(next(ts.loaded.model.parameters()).device),
             "param_dtype": str(next(ts.loaded.model.parameters()).dtype), "load_seconds": t_load}
     # Warm-up: numba compilation of the first attribution, CUDA context and kernels.
@@ -429,7 +487,10 @@ def bench_contextcite(args, examples, clock, report) -> None:
     all_answers = [ex for g in question_groups(examples, None) for ex in g]
     answers = [ex for g in question_groups(examples, args.questions) for ex in g][: args.cc_answers]
     cache = tempfile.mkdtemp(prefix="ts-gpu-bench-cc-")
-    t_load, loaded = clock(load_causal_lm, args.cc_model, cache_dir=cache, device=args.device)
+    if args.shape:  # the same random model, all of its blocks
+        t_load, loaded = args.shape_load_seconds, args.shape_loaded
+    else:
+        t_load, loaded = clock(load_causal_lm, args.cc_model, cache_dir=cache, device=args.device)
     cc = ContextCiteAttributor(loaded=loaded, beta=args.cc_beta)
     # Warm-up (kernels) on the last answer of the file, not a measured one: ResponseLM
     # remembers scored prompts, so a measured answer would then be a cache hit.
@@ -440,7 +501,7 @@ def bench_contextcite(args, examples, clock, report) -> None:
         seconds.append(t)
         records.append({"id": ex.id, "seconds": t, "spans": span_verdicts(rows, ex)})
     spans = [s for r in records for s in r["spans"]]
-    out = {"model": args.cc_model, "num_layers": loaded.num_layers, "beta": args.cc_beta,
+    out = {"model": loaded.name if args.shape else args.cc_model, "num_layers": loaded.num_layers, "beta": args.cc_beta,
            "param_device": str(next(loaded.model.parameters()).device), "load_seconds": t_load,
            "first_call_seconds": t_first, "n_answers": len(records), "n_spans": len(spans),
            "span_accuracy": statistics.fmean(s["correct"] for s in spans) if spans else None,
@@ -707,6 +768,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
     clock = Clock(args.device)
     report = {"argv": sys.argv, "environment": environment(args.device)}
     print(json.dumps(report["environment"], indent=1), flush=True)
+    if args.shape:
+        t, (args.shape_loaded, n_params) = clock(shaped_model, args.shape, args.model, args.device, args.dtype)
+        args.shape_load_seconds = t
+        report["shape"] = {"shape": args.shape, "dtype": args.dtype, "parameters": n_params, "build_seconds": t,
+                           **SHAPES[args.shape]}
+        print(json.dumps(report["shape"]), flush=True)
     if not args.skip_tokenshapley:
         bench_tokenshapley(args, examples, clock, report)
     if args.cc_beta:
@@ -737,7 +804,11 @@ def main(argv: list[str] | None = None) -> None:
     up.set_defaults(fn=cmd_unpack)
 
     b = sub.add_parser("bench", help="the measurements")
-    b.add_argument("--model", required=True, help="checkpoint directory for TokenShapley")
+    b.add_argument("--model", required=True,
+                   help="checkpoint directory for TokenShapley (with --shape: where the tokenizer is read)")
+    b.add_argument("--shape", default=None, choices=sorted(SHAPES),
+                   help="random weights in this model's shape, for timing alone (TokenShapley and ContextCite)")
+    b.add_argument("--layer", type=int, default=8, help="the encoder's layer (the library's default: 8)")
     b.add_argument("--device", default="cuda")
     b.add_argument("--dtype", default="float32")
     b.add_argument("--data", required=True, help="folder holding quotesum/dev.jsonl")
