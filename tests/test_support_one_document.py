@@ -129,3 +129,39 @@ def test_a_hedge_word_is_not_a_keyword(attribute_once):
     res = attribute_once(SOURCES, "What happened to emissions?", "Aviation emissions dropped by nearly half.")
     assert [c.text for c in res.citations] == ["Aviation", "emissions", "dropped", "half"]
     assert all(c.status == "supported" for c in res.citations)
+
+
+# Two finals and two games' casts, written for this test: a name inside a longer name the
+# answer also names ("Madrid" in "Real Madrid"), and a name taken from another page's list.
+OTHER_SOURCES = [
+    {"id": "final", "text": (
+        "Real Madrid beat Liverpool 1–0 in the 2022 Champions League final in Paris. Vinícius Júnior scored "
+        "the only goal."
+    )},
+    {"id": "final2", "text": (
+        "Liverpool beat Tottenham 2–0 in the 2019 final in Madrid. Mohamed Salah scored a penalty in the "
+        "second minute."
+    )},
+    {"id": "persona3", "text": (
+        "Persona 3 follows a silent protagonist. The main characters of Persona 3 are Makoto, Yukari, Junpei, "
+        "Akihiko and Mitsuru."
+    )},
+    {"id": "persona4", "text": "In Persona 4, Yu and his friends, along with Teddie, form an investigation team."},
+]
+
+OTHER_ROWS = [
+    # "Madrid" was held by the 2022 final's "Real Madrid": supported
+    ("Who won the 2022 final?", "Real Madrid beat Liverpool 1–0 in Madrid.", "Madrid", "contradicted", "final"),
+    ("Who won the 2022 final?", "Real Madrid beat Liverpool 1–0 in Madrid.", "Real Madrid", "supported", "final"),
+    ("Who won the 2022 final?", "Real Madrid beat Liverpool 1–0 in Paris.", "Paris", "supported", "final"),
+    ("Where was the 2019 final?", "Liverpool beat Tottenham 2–0 in Madrid.", "Madrid", "supported", "final2"),
+    # Teddie, from Persona 4's page, was supported in Persona 3's cast
+    ("Who are Persona 3's characters?", "The main characters of Persona 3 are Teddie, Yukari, Junpei, Akihiko and Mitsuru.", "Teddie", "contradicted", "persona3"),
+    ("Who are Persona 3's characters?", "The main characters of Persona 3 are Makoto, Yukari, Junpei, Akihiko and Mitsuru.", "Makoto", "supported", "persona3"),
+    ("Who is in Persona 4?", "In Persona 4, Yu and his friends, along with Teddie, form a team.", "Teddie", "supported", "persona4"),
+]
+
+
+@pytest.mark.parametrize("question, answer, keyword, status, source", OTHER_ROWS)
+def test_a_name_inside_a_longer_name_or_from_another_pages_list(keyword_status_of, question, answer, keyword, status, source):
+    keyword_status_of(OTHER_SOURCES, question, answer, keyword, status, source)

@@ -18,6 +18,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     light_stem,
+    outside_longer_names,
     sentence_facts,
     sentence_verdict,
     states_other_value,
@@ -303,6 +304,32 @@ def test_dotted_initials_are_an_acronym():
     assert holding_mask(keyword_facts("US", "name"), facts, source).tolist() == [True, True]
     assert holding_mask(keyword_facts("United States", "name"), facts, source).tolist() == [True, True]
     assert holding_mask(keyword_facts("U.K.", "name"), facts, source).tolist() == [False, False]
+
+
+def test_a_name_is_not_held_inside_a_longer_name_the_answer_also_names():
+    facts = [
+        sentence_facts("Real Madrid beat Liverpool 1–0 in the final in Paris."),
+        sentence_facts("Liverpool beat Tottenham 2–0 in the 2019 final in Madrid."),
+        sentence_facts("Real Madrid play their home games in Madrid."),
+    ]
+    answer = [keyword_facts("Real Madrid", "name"), keyword_facts("Liverpool", "name"), keyword_facts("Madrid", "name")]
+    held = np.array([holding_mask(k, facts, np.arange(3)) for k in answer])
+    assert held[2].tolist() == [True, True, True]  # the match rule alone: "madrid" is a word of all three
+    texts = ["Real Madrid", "Liverpool", "Madrid"]
+    kept = outside_longer_names(answer, texts, [0, 0, 0], facts, held)
+    assert kept.tolist() == [[True, False, True], [True, True, False], [False, True, True]]
+    # in another answer sentence, "Real Madrid" says nothing about where "Madrid" is
+    assert outside_longer_names(answer, texts, [0, 0, 1], facts, held).tolist() == held.tolist()
+
+
+def test_a_possessive_is_no_longer_name():
+    # "Gary Oldman won the Oscar and ... hailed Oldman's Oscar win" (QuoteSum): the source's
+    # "Oldman's Oscar win" holds the first "Oscar"
+    facts = [sentence_facts("Christopher Eccleston hailed Oldman's Oscar win as massive.")]
+    answer = [keyword_facts("Oscar", "name"), keyword_facts("Oldman's Oscar", "name")]
+    held = np.array([holding_mask(k, facts, np.arange(1)) for k in answer])
+    assert held.tolist() == [[True], [True]]
+    assert outside_longer_names(answer, ["Oscar", "Oldman's Oscar"], [0, 0], facts, held).tolist() == [[True], [True]]
 
 
 def test_a_count_in_words_opening_a_sentence_is_a_number():

@@ -32,6 +32,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     locate_keyword,
+    outside_longer_names,
     asked_facts,
     denied_by,
     sentence_facts,
@@ -129,7 +130,10 @@ def assemble_citations(
             )
             for kw, _ in cited
         ]
-        held = holding_masks(kfacts, facts, sentence_document)
+        held = outside_longer_names(
+            kfacts, [kw.text for kw, _ in cited], [int(answer_sentence[m[0]]) for _, m in cited], facts,
+            holding_masks(kfacts, facts, sentence_document),
+        )
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
     word_for_word = sentence_texts = None

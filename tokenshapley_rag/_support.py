@@ -718,6 +718,57 @@ def holding_masks(
     return held
 
 
+_POSSESSIVE = re.compile(r"\w['\u2019]s\b")
+
+
+def _runs_within(longer: Sequence[str], words: Sequence[str]) -> bool:
+    """Whether ``words`` stand together, in order, inside ``longer`` (and are fewer)."""
+    n = len(words)
+    return 0 < n < len(longer) and any(tuple(longer[i : i + n]) == tuple(words) for i in range(len(longer) - n + 1))
+
+
+def outside_longer_names(
+    kfacts: Sequence[KeywordFacts],
+    texts: Sequence[str],
+    answer_sentence_of: Sequence[int],
+    facts: Sequence[SentenceFacts],
+    held: np.ndarray,
+) -> np.ndarray:
+    """``held`` less the sentences that hold a name only inside a longer name that the same
+    answer sentence names too (``texts``: the keywords as written): in "Real Madrid beat
+    Liverpool 1–0 in Madrid.", the final's "Real Madrid beat Liverpool 1–0 ... in Paris."
+    holds "Real Madrid", not the city the answer says the final was played in. A sentence
+    naming the shorter name on its own still holds it, and a possessive is no longer name
+    ("Gary Oldman won the Oscar ... hailed Oldman's Oscar win": the source's "Oldman's Oscar"
+    holds "Oscar").
+
+    >>> ks = [keyword_facts("Real Madrid", "name"), keyword_facts("Madrid", "name")]
+    >>> facts = [sentence_facts("Real Madrid won the final in Paris."), sentence_facts("The final was in Madrid.")]
+    >>> held = np.array([[True, False], [True, True]])
+    >>> outside_longer_names(ks, ["Real Madrid", "Madrid"], [0, 0], facts, held).astype(int).tolist()
+    [[1, 0], [0, 1]]
+    """
+    out = held
+    for r, k in enumerate(kfacts):
+        if k.kind != "name" or not held[r].any():
+            continue
+        longer = {
+            " ".join(o.words) for i, o in enumerate(kfacts)
+            if i != r and o.kind == "name" and answer_sentence_of[i] == answer_sentence_of[r]
+            and _runs_within(o.words, k.words) and not _POSSESSIVE.search(texts[i])
+        }
+        if not longer:
+            continue
+        own = " ".join(k.words)
+        for j in np.flatnonzero(held[r]).tolist():
+            containing = {name for name in facts[j].names if _runs_within(name.split(), k.words) or name == own}
+            if containing and containing <= longer:
+                if out is held:
+                    out = held.copy()
+                out[r, j] = False
+    return out
+
+
 def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_document: np.ndarray) -> np.ndarray:
     """``(n_sentences,)`` bool: the sentences that hold the keyword (the match rule).
 
@@ -879,8 +930,8 @@ def keyword_status(
     many of the claim's other keywords each sentence holds, and how many there are (its
     subject left out: the anchor checks it); ``neighbours``: what stands beside the keyword
     in the answer sentence (:func:`value_neighbours`). A number, date or name that the anchor
-    holds is contradicted by another sentence of a document holding it that holds more of
-    those keywords than every sentence holding it, more than half of them and two, and states
+    holds is contradicted by another sentence of a document holding it (a name: of any
+    document) that holds more of those keywords than every sentence holding it, more than half of them and two, and states
     another value of its kind beside the same word or in the same place ("Maria Gómez, aged
     45, has led the bank." against the page's "Maria Gómez, aged 54, has led the bank ...",
     when 45 is the page's market share: :func:`_placed_rival`). A number or date that no
@@ -931,11 +982,14 @@ def keyword_status(
                 # is overturned by the sentence that states more of the claim with another
                 # value in its place ("Kylian Mbappé won the Golden Ball." against "Lionel
                 # Messi won the Golden Ball ...", when the page's Mbappé won the Golden Boot).
+                # A name, by a sentence of any page ("the main characters in Persona 3 are
+                # Teddie, ..." against Persona 3's list, when Teddie is Persona 4's); a
+                # number or date only by its own page's (another page's "in special session
+                # from January 20" is another session's date).
                 pages = np.zeros(int(sentence_document.max()) + 1, dtype=bool)
                 pages[sentence_document[agreeing]] = True
-                placed = _placed_rival(
-                    k, pages[sentence_document] & ~held, agreeing, facts, answer, claim_held, claim_size, neighbours,
-                )
+                pool = ~held if k.kind == "name" else pages[sentence_document] & ~held
+                placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
             return "supported", agreeing, -1
