@@ -67,6 +67,12 @@ host, cold seconds with peak GPU memory, and whether the two searches give ident
 on QuoteSum and VeriGran answers. With ``--device cpu`` it is a dry run of the device path on
 torch's CPU.
 
+``bench --shape`` and ``long --shape`` build a model's blocks with random weights on the
+device instead of loading a checkpoint (``SHAPES``: Llama-3.1-8B's, SmolLM2-135M's), for the
+cost of an encoder whose weights cannot reach the machine (``benchmarks/gpu_runs/run{7,8,9}.sh``,
+docs/reports/performance.md, "A 7–8B encoder's cost" and "Long contexts on the GPU"); only
+``--model``'s tokenizer is read. Their accuracies mean nothing.
+
 ``compare`` checks two encoders give the same attributions (here: 9-block vs 30-block, CPU
 vs CUDA); ``probe`` exercises other code paths on a device (packed encoding per dtype,
 first-time vs repeated shapes, ``stream()`` vs ``attribute()``, the chat app's
@@ -654,8 +660,16 @@ def cmd_long(args: argparse.Namespace) -> None:
     report = {"argv": sys.argv, "environment": environment(args.device), "search": [], "speed": [], "cold": [],
               "agreement": []}
     print(json.dumps(report["environment"], indent=1), flush=True)
-    ts = TokenShapley(model=args.model, device=args.device, use_disk_cache=False, max_source_chars=None,
-                      max_context_chars=None)
+    limits = dict(use_disk_cache=False, max_source_chars=None, max_context_chars=None)
+    if args.shape:
+        from tokenshapley_rag._encoder import CausalLMEncoder
+
+        t_build, (loaded, n_params) = clock(shaped_model, args.shape, args.model, args.device, args.dtype)
+        report["shape"] = {"shape": args.shape, "dtype": args.dtype, "layer": args.layer, "parameters": n_params,
+                           "build_seconds": t_build}
+        ts = TokenShapley(CausalLMEncoder(loaded, args.layer), **limits)
+    else:
+        ts = TokenShapley(model=args.model, device=args.device, layer=args.layer, **limits)
     builder = ts.pipeline.builder
     if not cuda:  # a dry run: the device path on torch's CPU (the library keeps a CPU encoder's search on the host)
         builder.search_device = torch.device(args.device)
@@ -835,7 +849,10 @@ def main(argv: list[str] | None = None) -> None:
     c.set_defaults(fn=cmd_compare)
 
     lc = sub.add_parser("long", help="long contexts: device search vs host search, cold, memory, agreement")
-    lc.add_argument("--model", required=True)
+    lc.add_argument("--model", required=True, help="checkpoint directory (with --shape: where the tokenizer is read)")
+    lc.add_argument("--shape", default=None, choices=sorted(SHAPES), help="random weights in this model's shape")
+    lc.add_argument("--dtype", default="float32", help="with --shape: the weights' dtype")
+    lc.add_argument("--layer", type=int, default=8)
     lc.add_argument("--device", default="cuda")
     lc.add_argument("--data", required=True, help="folder holding quotesum/, verigran/ and nq/ dev.jsonl")
     lc.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384, 65536, 131072])

@@ -94,6 +94,39 @@ def test_device_search_gives_the_host_attribution(ts, monkeypatch) -> None:
     assert device == host
 
 
+def test_each_sources_rows_go_to_the_device_once(ts, monkeypatch) -> None:
+    # A new list of known sources copies nothing to the device: each source's float16 rows
+    # are kept there and stacked (torch's CPU standing in for the GPU), with the host's
+    # attribution.
+    a = "The Danube is 2,850 kilometres long. It flows into the Black Sea."
+    b = "The Rhine is 1,230 kilometres long and flows into the North Sea."
+    c = "The Elbe rises in the Krkonoše mountains."
+    response = "The Danube is 2,850 kilometres long and ends in the Black Sea."
+    host = ts.attribute(query="How long is the Danube?", sources=[c, b, a], response=response).to_dict()
+    builder = ts.pipeline.builder
+    monkeypatch.setattr(builder, "search_device", torch.device("cpu"))
+    monkeypatch.setattr(builder, "device_search_above", 0)
+    builder.forget()
+    copies = []
+    real = torch.Tensor.to
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *args, **kw: copies.append(self.shape) or real(self, *args, **kw))
+    try:
+        ts.build_datastore([a, b])
+        first = [builder._rows_on_device.get(text) for text in (a, b)]
+        assert all(rows is not None and rows.dtype == torch.float16 for rows in first)
+        n_copies = len(copies)
+        store = ts.build_datastore([c, b, a])  # a new list: only the Elbe's rows are copied
+        assert all(builder._rows_on_device.get(text) is rows for text, rows in zip((a, b), first))
+        assert [tuple(shape) for shape in copies[n_copies:]].count(tuple(builder._rows_on_device.get(c).shape)) >= 1
+        assert not any(tuple(shape) == tuple(first[0].shape) for shape in copies[n_copies:])
+        assert store.search_device == torch.device("cpu") and store._entry_keys is not None
+        builder._datastores.clear()
+        device = ts.attribute(query="How long is the Danube?", sources=[c, b, a], response=response).to_dict()
+    finally:
+        builder.forget()
+    assert device == host
+
+
 def test_warmup_compiles_the_device_search_with_a_device_encoder(ts, monkeypatch) -> None:
     from tokenshapley_rag import _kernels
     from tokenshapley_rag._warmup import warm_up

@@ -555,7 +555,7 @@ def test_widening_float16_keys_is_numpys_conversion_for_every_value():
 
 
 def test_stacked_keys_equal_a_plain_concatenation():
-    from tokenshapley_rag._datastore import widened_keys, _stacked_rows
+    from tokenshapley_rag._datastore import stacked_rows, widened_keys
 
     rng = np.random.default_rng(5)
     halves = [rng.standard_normal((n, 6)).astype(np.float16) for n in (3, 0, 5, 1)]
@@ -565,7 +565,7 @@ def test_stacked_keys_equal_a_plain_concatenation():
         got = widened_keys(blocks, rows, 6)
         want = np.concatenate([b.astype(np.float32) for b in blocks]) if rows else np.zeros((0, 6), np.float32)
         assert got.dtype == np.float32 and np.array_equal(got, want)
-        stacked = _stacked_rows(blocks, rows, 6)  # what goes to a device: float16 where every block is
+        stacked = stacked_rows(blocks, rows, 6)  # what goes to a device: float16 where every block is
         assert stacked.dtype == (np.float16 if all(b.dtype == np.float16 for b in blocks) else np.float32)
         assert np.array_equal(stacked.astype(np.float32), want)
 
@@ -588,6 +588,32 @@ def test_device_index_widens_the_float16_rows_as_the_host_does():
     queries = rng.normal(size=(4, 6)).astype(np.float32)
     for a, b in zip(built.game_candidates(queries, np.arange(4), 5, 2), host.game_candidates(queries, np.arange(4), 5, 2)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+def test_device_rows_given_stacked_are_the_rows_copied_at_build(device):
+    # The builder's rows of each source, already on the device, stand for the copy made at
+    # build: the same device index, the same players; a host search widens its keys from
+    # the entries.
+    rng = np.random.default_rng(11)
+    token_ids = [rng.integers(0, 12, size=4).astype(np.int64) for _ in range(5)] * 2
+    records = [SentenceRecord(0, i, 0, 1, f"s{i}") for i in range(len(token_ids))]
+    entries = [CachedSentence(ids=ids, offsets=np.zeros((4, 2), np.int64),
+                              keys=rng.normal(size=(4, 6)).astype(np.float16)) for ids in token_ids]
+    classes = [ids % 3 for ids in token_ids]
+    copied = Datastore(records, entries, classes, search_device=torch.device(device))
+    rows = torch.from_numpy(np.concatenate([e.keys for e in entries])).to(device)
+    given = Datastore(records, entries, classes, search_device=torch.device(device), device_rows=rows)
+    assert given._device_index.keys.dtype == torch.float32
+    assert torch.equal(given._device_index.keys, copied._device_index.keys)
+    assert np.array_equal(given._norms, copied._norms)
+    queries = rng.normal(size=(3, 6)).astype(np.float32)
+    host = Datastore(records, entries, classes)
+    for a, b in zip(given.game_candidates(queries, np.arange(3), 4, 2), host.game_candidates(queries, np.arange(3), 4, 2)):
+        np.testing.assert_array_equal(a, b)
+    assert np.array_equal(given.keys, host.keys) and given._stacked is None
+    with pytest.raises(ValueError, match=r"device_rows must be \(40, 6\)"):
+        Datastore(records, entries, classes, search_device=torch.device(device), device_rows=rows[:-1])
 
 
 def test_device_search_keeps_the_lowest_of_many_exact_ties():

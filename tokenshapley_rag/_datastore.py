@@ -124,7 +124,7 @@ class Datastore:
     search_device : torch.device or None
         Where :meth:`game_candidates` runs its exact search: None, the host (the compiled
         scan above); a device (the encoder's GPU), the float16 keys are copied there when
-        the datastore is built (no float32 copy is made on the host unless a host search
+        the datastore is built (or given there, ``device_rows``) (no float32 copy is made on the host unless a host search
         asks for :attr:`keys`) and each block of queries is bounded there
         (:mod:`._device_search`), with the same players, bit for bit. It takes precedence
         over ``quantiser``.
@@ -136,6 +136,10 @@ class Datastore:
         (no float32 copy of the keys, every float16 key widened and norm summed again
         neither). :attr:`keys` stacks them at first use, for the other searches. Ignored
         with ``search_device``. None: widened from ``entries``.
+    device_rows : torch.Tensor or None
+        With ``search_device``: the entries' float16 keys already stacked there, in entry
+        order (the builder keeps each source's rows on the device, so a new list of known
+        sources copies nothing). None: stacked from ``entries`` and copied.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class Datastore:
         probes: int = 0,
         search_device: torch.device | None = None,
         source_keys: list[tuple[np.ndarray, np.ndarray]] | None = None,
+        device_rows: torch.Tensor | None = None,
     ) -> None:
         self.sentences = sentences
         sizes = [len(e.ids) for e in entries]
@@ -171,10 +176,19 @@ class Datastore:
         self._block_starts: np.ndarray | None = None
         # Built for a device: the keys as the cache has them (float16, half the bytes) go
         # there, and the host widens its float32 copy only if a host search asks for it.
-        self._stacked: np.ndarray | None = None
+        self._stacked: np.ndarray | torch.Tensor | None = None
+        # Where the host widens its float32 keys from, if a host search asks (device_rows).
+        self._entry_keys: list[np.ndarray] | None = None
         norms: np.ndarray | None = None
-        if search_device is not None and self.size:
-            self._stacked = _stacked_rows([e.keys for e in entries], self.size, hidden)
+        if search_device is not None and self.size and device_rows is not None:
+            if tuple(device_rows.shape) != (self.size, hidden) or device_rows.device.type != torch.device(search_device).type:
+                raise ValueError(
+                    f"device_rows must be ({self.size}, {hidden}) on {search_device}, got "
+                    f"{tuple(device_rows.shape)} on {device_rows.device}"
+                )
+            self._stacked, self._entry_keys = device_rows, [e.keys for e in entries]
+        elif search_device is not None and self.size:
+            self._stacked = stacked_rows([e.keys for e in entries], self.size, hidden)
         elif source_keys is not None and self.size:
             self._blocks, self._block_starts, norms = _checked_source_keys(source_keys, self.size, hidden)
             _copy_representatives(norms, self._representative)
@@ -214,10 +228,15 @@ class Datastore:
         Built with the datastore, or at first use where the datastore was built for a
         device (widened from its float16 keys) or from ``source_keys`` (the blocks stacked)."""
         if self._keys is None:
-            blocks = self._blocks if self._blocks is not None else [self._stacked]
+            if self._blocks is not None:
+                blocks = self._blocks
+            elif self._entry_keys is not None:  # the stacked rows are on the device
+                blocks = self._entry_keys
+            else:
+                blocks = [self._stacked]
             keys = widened_keys(blocks, self.size, self._width)
             _copy_representatives(keys, self._representative)
-            self._keys, self._stacked = keys, None
+            self._keys, self._stacked, self._entry_keys = keys, None, None
         return self._keys
 
     @property
@@ -744,7 +763,7 @@ def _checked_source_keys(
     return [keys for keys, _ in blocks], starts, np.concatenate([norms for _, norms in blocks])
 
 
-def _stacked_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
+def stacked_rows(blocks: list[np.ndarray], rows: int, width: int) -> np.ndarray:
     """The blocks' rows stacked as they are: float16 when every block is (the sentence
     cache's keys), else float32."""
     filled = [block for block in blocks if block.shape[0]]

@@ -1,5 +1,5 @@
 """The exact candidate search on the encoder's device (a GPU): the datastore's keys are
-copied there once, and each block of answer tokens costs one matrix product and a few
+there (each source's copied once by the builder), and each block of answer tokens costs one matrix product and a few
 reductions there, instead of a pass over every (token, entry) cell on the CPU.
 
 It keeps the host search's guarantee (``Datastore``'s docstring, ``_kernels``' note on why
@@ -44,17 +44,20 @@ class DeviceIndex:
 
     @classmethod
     def of(
-        cls, device: torch.device, *, keys: np.ndarray, representative: np.ndarray, token_class: np.ndarray,
+        cls, device: torch.device, *, keys: np.ndarray | torch.Tensor, representative: np.ndarray, token_class: np.ndarray,
         piece_class: np.ndarray, margin: tuple[float, float], norms: np.ndarray | None = None,
     ) -> DeviceIndex:
         """Copy the arrays to ``device`` (once per datastore). ``keys``: the float32 keys, or
-        the float16 rows they are widened from (half the bytes to copy; widening is exact);
+        the float16 rows they are widened from (half the bytes to copy; widening is exact),
+        or those rows already on ``device``;
         either way each entry then takes its representative's row, as the host's keys do
         (``Datastore``). ``norms``: the keys' squared norms, computed there when None (any
         rounding: the margin covers it). ``margin``: ``_preselect_margin``'s ``(rel, abs)``;
         each entry's margin term is ``rel |k|^2 + abs`` with its representative's norm."""
 
-        def put(a: np.ndarray) -> torch.Tensor:
+        def put(a: np.ndarray | torch.Tensor) -> torch.Tensor:
+            if isinstance(a, torch.Tensor):  # already there (the builder's rows of each source)
+                return a.to(device)
             return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
         representative_on_device = put(representative)

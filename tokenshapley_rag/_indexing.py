@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tokenshapley_rag._datastore import Datastore, SentenceRecord, widened_keys
+from tokenshapley_rag._datastore import Datastore, SentenceRecord, stacked_rows, widened_keys
 from tokenshapley_rag._defaults import DEVICE_SEARCH_ABOVE
 from tokenshapley_rag._sentence_cache import CachedSentence, SentenceCache, storage_keys
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
@@ -31,6 +31,10 @@ DATASTORE_MEMO_TOKENS = 65_536
 # Context tokens whose sources are remembered as indexed (DatastoreBuilder.build): float32 keys,
 # ~2.3 KB a token at SmolLM2's width, so at most ~300 MB.
 INDEXED_SOURCE_MEMO_TOKENS = 131_072
+# Bytes of float16 keys kept on the search device, per source (DatastoreBuilder._rows_on_device):
+# a new list of known sources then copies nothing to the device. 1 GiB is 131,072 tokens of an
+# 8B model's width (4,096), 932,067 of SmolLM2's (576).
+DEVICE_ROWS_MEMO_BYTES = 1 << 30
 # Lists probed per answer token on the approximate path (of the quantiser's 256), chosen on
 # QuoteSum and VeriGran dev padded to 16k and 64k tokens (docs/reports/performance.md).
 PROBES = 32
@@ -95,10 +99,16 @@ class DatastoreBuilder:
         self._datastores = LRUMemo(DATASTORE_MEMO_ITEMS)  # source texts -> Datastore
         # source text -> IndexedSource, weighed by tokens
         self._indexed_sources = LRUMemo(cache.memory_items, max_weight=INDEXED_SOURCE_MEMO_TOKENS)
+        # source text -> its float16 keys on the search device, weighed by tokens
+        width = max(int(encoder.loaded.hidden_size), 1)
+        self._rows_on_device = LRUMemo(cache.memory_items, max_weight=max(DEVICE_ROWS_MEMO_BYTES // (2 * width), 1))
 
     def forget(self) -> None:
         """Empty the memos (the sentence cache is kept)."""
-        for memo in (self._splits_of_source, self._classes_of_sentence, self._datastores, self._indexed_sources):
+        for memo in (
+            self._splits_of_source, self._classes_of_sentence, self._datastores, self._indexed_sources,
+            self._rows_on_device,
+        ):
             memo.clear()
 
     def sentences(
@@ -224,7 +234,8 @@ class DatastoreBuilder:
         pieces = [known.piece_class for known in indexed] if self.piece_classes else None
         entries = sum(known.tokens for known in indexed)
         if self.searches_on_device(entries):
-            return Datastore(records, done, token_classes, pieces, search_device=self.search_device)
+            return Datastore(records, done, token_classes, pieces, search_device=self.search_device,
+                             device_rows=self._device_rows(sources, indexed))
         source_keys = [(known.keys, known.norms) for known in indexed]
         if not self.searches_approximately(entries):
             return Datastore(records, done, token_classes, pieces, source_keys=source_keys)
@@ -237,6 +248,23 @@ class DatastoreBuilder:
                 a = b
         return Datastore(records, listed, token_classes, pieces, quantiser=self.quantiser, probes=PROBES,
                          source_keys=source_keys)
+
+    def _device_rows(self, sources: list[Source], indexed: list[IndexedSource]) -> torch.Tensor:
+        """The sources' keys as the cache has them (float16), stacked in entry order on
+        :attr:`search_device`. Each source's rows go there once and are remembered: with
+        an 8B encoder (width 4,096) copying a 16k-token list's rows took 53 ms of a 77 ms
+        warm call, against a 10 ms encoder pass (docs/reports/performance.md)."""
+        found = self._rows_on_device.get_many([src.text for src in sources])
+        rows = []
+        for src, known, kept in zip(sources, indexed, found):
+            if kept is None or kept.shape[0] != known.tokens:
+                width = next((e.keys.shape[1] for e in known.entries if e.keys.ndim == 2), 0)
+                kept = torch.from_numpy(stacked_rows([e.keys for e in known.entries], known.tokens, width)).to(
+                    self.search_device
+                )
+                self._rows_on_device.put(src.text, kept, weight=max(known.tokens, 1))
+            rows.append(kept)
+        return torch.cat(rows) if rows else torch.zeros((0, 0), dtype=torch.float16, device=self.search_device)
 
     def searches_approximately(self, entries: int) -> bool:
         """Whether a datastore of ``entries`` entries is searched approximately."""
