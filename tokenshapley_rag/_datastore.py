@@ -124,8 +124,8 @@ class Datastore:
     search_device : torch.device or None
         Where :meth:`game_candidates` runs its exact search: None, the host (the compiled
         scan above); a device (the encoder's GPU), the float16 keys are copied there when
-        the datastore is built (or given there, ``device_rows``) (no float32 copy is made on the host unless a host search
-        asks for :attr:`keys`) and each block of queries is bounded there
+        the datastore is built, or given there (``device_rows``); no float32 copy is made on
+        the host unless a host search asks for :attr:`keys`; each block of queries is bounded there
         (:mod:`._device_search`), with the same players, bit for bit. It takes precedence
         over ``quantiser``.
     source_keys : list of (ndarray, ndarray) or None
@@ -181,7 +181,8 @@ class Datastore:
         self._entry_keys: list[np.ndarray] | None = None
         norms: np.ndarray | None = None
         if search_device is not None and self.size and device_rows is not None:
-            if tuple(device_rows.shape) != (self.size, hidden) or device_rows.device.type != torch.device(search_device).type:
+            where = torch.device(search_device).type
+            if tuple(device_rows.shape) != (self.size, hidden) or device_rows.device.type != where:
                 raise ValueError(
                     f"device_rows must be ({self.size}, {hidden}) on {search_device}, got "
                     f"{tuple(device_rows.shape)} on {device_rows.device}"

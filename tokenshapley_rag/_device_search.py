@@ -1,6 +1,7 @@
 """The exact candidate search on the encoder's device (a GPU): the datastore's keys are
-there (each source's copied once by the builder), and each block of answer tokens costs one matrix product and a few
-reductions there, instead of a pass over every (token, entry) cell on the CPU.
+there (the builder copies each source's once), and each block of answer tokens costs one
+matrix product and a few reductions there, instead of a pass over every (token, entry) cell
+on the CPU.
 
 It keeps the host search's guarantee (``Datastore``'s docstring, ``_kernels``' note on why
 the pre-selection is exact): the float32 product only bounds each entry's distance within
@@ -44,8 +45,8 @@ class DeviceIndex:
 
     @classmethod
     def of(
-        cls, device: torch.device, *, keys: np.ndarray | torch.Tensor, representative: np.ndarray, token_class: np.ndarray,
-        piece_class: np.ndarray, margin: tuple[float, float], norms: np.ndarray | None = None,
+        cls, device: torch.device, *, keys: np.ndarray | torch.Tensor, representative: np.ndarray,
+        token_class: np.ndarray, piece_class: np.ndarray, margin: tuple[float, float], norms: np.ndarray | None = None,
     ) -> DeviceIndex:
         """Copy the arrays to ``device`` (once per datastore). ``keys``: the float32 keys, or
         the float16 rows they are widened from (half the bytes to copy; widening is exact),

@@ -254,17 +254,18 @@ class DatastoreBuilder:
         :attr:`search_device`. Each source's rows go there once and are remembered: with
         an 8B encoder (width 4,096) copying a 16k-token list's rows took 53 ms of a 77 ms
         warm call, against a 10 ms encoder pass (docs/reports/performance.md)."""
+        width = int(self.encoder.loaded.hidden_size)
         found = self._rows_on_device.get_many([src.text for src in sources])
         rows = []
         for src, known, kept in zip(sources, indexed, found):
-            if kept is None or kept.shape[0] != known.tokens:
-                width = next((e.keys.shape[1] for e in known.entries if e.keys.ndim == 2), 0)
-                kept = torch.from_numpy(stacked_rows([e.keys for e in known.entries], known.tokens, width)).to(
-                    self.search_device
-                )
-                self._rows_on_device.put(src.text, kept, weight=max(known.tokens, 1))
+            if not known.tokens:
+                continue
+            if kept is None or tuple(kept.shape) != (known.tokens, width):
+                kept = torch.from_numpy(stacked_rows([e.keys for e in known.entries], known.tokens, width))
+                kept = kept.to(self.search_device)
+                self._rows_on_device.put(src.text, kept, weight=known.tokens)
             rows.append(kept)
-        return torch.cat(rows) if rows else torch.zeros((0, 0), dtype=torch.float16, device=self.search_device)
+        return torch.cat(rows) if rows else torch.zeros((0, width), dtype=torch.float16, device=self.search_device)
 
     def searches_approximately(self, entries: int) -> bool:
         """Whether a datastore of ``entries`` entries is searched approximately."""
