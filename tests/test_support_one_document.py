@@ -131,8 +131,9 @@ def test_a_hedge_word_is_not_a_keyword(attribute_once):
     assert all(c.status == "supported" for c in res.citations)
 
 
-# Two finals and two games' casts, written for this test: a name inside a longer name the
-# answer also names ("Madrid" in "Real Madrid"), and a name taken from another page's list.
+# Two finals, two games' casts and two companies, written for this test: a name inside a
+# longer name the answer also names ("Madrid" in "Real Madrid"), and a name taken from another
+# page's list.
 OTHER_SOURCES = [
     {"id": "final", "text": (
         "Real Madrid beat Liverpool 1–0 in the 2022 Champions League final in Paris. Vinícius Júnior scored "
@@ -147,6 +148,13 @@ OTHER_SOURCES = [
         "Akihiko and Mitsuru."
     )},
     {"id": "persona4", "text": "In Persona 4, Yu and his friends, along with Teddie, form an investigation team."},
+    {"id": "acme", "text": (
+        "Acme Corp is headquartered in Denver. Its chief executive is Laura Chen, who succeeded Mark Davis in "
+        "2019."
+    )},
+    {"id": "globex", "text": (
+        "Globex is headquartered in Austin. Its chief executive is Mark Davis, who joined from Acme in 2019."
+    )},
 ]
 
 OTHER_ROWS = [
@@ -159,6 +167,9 @@ OTHER_ROWS = [
     ("Who are Persona 3's characters?", "The main characters of Persona 3 are Teddie, Yukari, Junpei, Akihiko and Mitsuru.", "Teddie", "contradicted", "persona3"),
     ("Who are Persona 3's characters?", "The main characters of Persona 3 are Makoto, Yukari, Junpei, Akihiko and Mitsuru.", "Makoto", "supported", "persona3"),
     ("Who is in Persona 4?", "In Persona 4, Yu and his friends, along with Teddie, form a team.", "Teddie", "supported", "persona4"),
+    # ... but only from a page about the claim's subject: Globex's page does not name Laura Chen
+    ("Who runs Acme?", "Laura Chen is the chief executive of Acme Corp.", "Acme Corp", "supported", "acme"),
+    ("Who runs Acme?", "Laura Chen is the chief executive of Acme Corp.", "Laura Chen", "supported", "acme"),
 ]
 
 

@@ -930,8 +930,8 @@ def keyword_status(
     many of the claim's other keywords each sentence holds, and how many there are (its
     subject left out: the anchor checks it); ``neighbours``: what stands beside the keyword
     in the answer sentence (:func:`value_neighbours`). A number, date or name that the anchor
-    holds is contradicted by another sentence of a document holding it (a name: of any
-    document) that holds more of those keywords than every sentence holding it, more than half of them and two, and states
+    holds is contradicted by another sentence of a document holding it (a name: or of an
+    anchor document) that holds more of those keywords than every sentence holding it, more than half of them and two, and states
     another value of its kind beside the same word or in the same place ("Maria Gómez, aged
     45, has led the bank." against the page's "Maria Gómez, aged 54, has led the bank ...",
     when 45 is the page's market share: :func:`_placed_rival`). A number or date that no
@@ -982,13 +982,15 @@ def keyword_status(
                 # is overturned by the sentence that states more of the claim with another
                 # value in its place ("Kylian Mbappé won the Golden Ball." against "Lionel
                 # Messi won the Golden Ball ...", when the page's Mbappé won the Golden Boot).
-                # A name, by a sentence of any page ("the main characters in Persona 3 are
-                # Teddie, ..." against Persona 3's list, when Teddie is Persona 4's); a
-                # number or date only by its own page's (another page's "in special session
-                # from January 20" is another session's date).
+                # A name, also by a sentence of another anchor page ("the main characters in
+                # Persona 3 are Teddie, ..." against Persona 3's list, when Teddie is Persona
+                # 4's), not of a page that is not about the claim's subject ("Laura Chen is
+                # the chief executive of Acme Corp." against Globex's "Its chief executive is
+                # Mark Davis, who joined from Acme"); a number or date only by its own page's
+                # (another page's "in special session from January 20" is another session's).
                 pages = np.zeros(int(sentence_document.max()) + 1, dtype=bool)
                 pages[sentence_document[agreeing]] = True
-                pool = ~held if k.kind == "name" else pages[sentence_document] & ~held
+                pool = ((pages | subject_sources) if k.kind == "name" else pages)[sentence_document] & ~held
                 placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
