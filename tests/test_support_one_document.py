@@ -131,9 +131,9 @@ def test_a_hedge_word_is_not_a_keyword(attribute_once):
     assert all(c.status == "supported" for c in res.citations)
 
 
-# Two finals, two games' casts and two companies, written for this test: a name inside a
-# longer name the answer also names ("Madrid" in "Real Madrid"), and a name taken from another
-# page's list.
+# Two finals, two games' casts, two companies and two films, written for this test: a name
+# inside a longer name the answer also names ("Madrid" in "Real Madrid"), a name taken from
+# another page's list, and a title that opens its page's sentences.
 OTHER_SOURCES = [
     {"id": "final", "text": (
         "Real Madrid beat Liverpool 1–0 in the 2022 Champions League final in Paris. Vinícius Júnior scored "
@@ -155,6 +155,8 @@ OTHER_SOURCES = [
     {"id": "globex", "text": (
         "Globex is headquartered in Austin. Its chief executive is Mark Davis, who joined from Acme in 2019."
     )},
+    {"id": "film1", "text": "Inception is a 2010 film directed by Christopher Nolan. It grossed $837 million worldwide."},
+    {"id": "film2", "text": "Interstellar is a 2014 film directed by Christopher Nolan. It grossed $701 million worldwide."},
 ]
 
 OTHER_ROWS = [
@@ -170,6 +172,11 @@ OTHER_ROWS = [
     # ... but only from a page about the claim's subject: Globex's page does not name Laura Chen
     ("Who runs Acme?", "Laura Chen is the chief executive of Acme Corp.", "Acme Corp", "supported", "acme"),
     ("Who runs Acme?", "Laura Chen is the chief executive of Acme Corp.", "Laura Chen", "supported", "acme"),
+    # a title the pages write only capitalised, opening their sentences, is the claim's subject:
+    # the other film's figure was supported
+    ("How much did they gross?", "Inception grossed $701 million worldwide.", "$701 million", "contradicted", "film1"),
+    ("How much did they gross?", "Inception grossed $837 million worldwide.", "$837 million", "supported", "film1"),
+    ("How much did they gross?", "Interstellar grossed $701 million worldwide.", "$701 million", "supported", "film2"),
 ]
 
 

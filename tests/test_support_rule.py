@@ -18,6 +18,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     light_stem,
+    opens_like_a_name,
     outside_longer_names,
     sentence_facts,
     sentence_verdict,
@@ -320,6 +321,21 @@ def test_a_name_is_not_held_inside_a_longer_name_the_answer_also_names():
     assert kept.tolist() == [[True, False, True], [True, True, False], [False, True, True]]
     # in another answer sentence, "Real Madrid" says nothing about where "Madrid" is
     assert outside_longer_names(answer, texts, [0, 0, 1], facts, held).tolist() == held.tolist()
+
+
+def test_a_word_the_sources_write_only_capitalised_opening_their_first_sentence_is_a_name():
+    facts = [sentence_facts("Inception is a 2010 film."), sentence_facts("It grossed $837 million worldwide.")]
+    leads = facts[:1]
+    assert opens_like_a_name("Inception", leads, facts)
+    assert not opens_like_a_name("It", facts, facts)  # a stopword
+    assert not opens_like_a_name("Inception", leads, facts, ["The inception of the project."])  # in lower case
+    rivers = [sentence_facts("Rivers flow."), sentence_facts("Two rivers meet.")]
+    assert not opens_like_a_name("Rivers", rivers[:1], rivers)
+    assert not opens_like_a_name("Grossed", leads, facts)  # no source opens with it
+    assert not opens_like_a_name("Inception's", leads, facts) and not opens_like_a_name("In", leads, facts)
+    # a word that opens a later sentence only, not a source's first
+    meitner = [sentence_facts("Lise Meitner was born in Vienna."), sentence_facts("Together with Otto Hahn she worked.")]
+    assert not opens_like_a_name("Together", meitner[:1], meitner)
 
 
 def test_a_possessive_is_no_longer_name():

@@ -32,6 +32,7 @@ from tokenshapley_rag._support import (
     keyword_facts,
     keyword_status,
     locate_keyword,
+    opens_like_a_name,
     outside_longer_names,
     asked_facts,
     denied_by,
@@ -114,9 +115,13 @@ def assemble_citations(
         # the third-largest city in France.": the claim's subject, though its page only
         # opens sentences with it).
         asked = [sentence_facts(query)] if query.strip() else []
+        leads = [f for f, record in zip(facts, store.sentences) if record.sentence_index == 0]
         retyped = {
             r for r, (kw, _) in enumerate(cited)
-            if kw.kind == "word" and (is_name(kw.text, facts) or is_name(kw.text, asked))
+            if kw.kind == "word" and (
+                is_name(kw.text, facts) or is_name(kw.text, asked)
+                or opens_like_a_name(kw.text, leads, facts, (response, query))
+            )
         }
         cited = [
             (Keyword(kw.start, kw.end, kw.text, "name") if r in retyped else kw, m) for r, (kw, m) in enumerate(cited)

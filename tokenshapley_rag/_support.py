@@ -234,6 +234,11 @@ class SentenceFacts:
     # and ("name", ">age", ("maria gomez",)). A sentence stating another value where the answer
     # states its own ("aged 45") is a rival for it (:func:`keyword_status`).
     placed: frozenset[tuple[str, str, tuple[str, ...]]] = frozenset()
+    # Its first word, folded, when written with a capital (else ""), and the words it writes
+    # in lower case: a word that sources write only capitalised, opening sentences, is a name
+    # (:func:`opens_like_a_name`: "Inception is a 2010 film ...").
+    opening: str = ""
+    lowercase: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -278,7 +283,14 @@ def sentence_facts(text: str) -> SentenceFacts:
         measures=frozenset(m for _, _, m in measures(text, values=values)) | fraction_measures(text),
         pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
         placed=_placed(keywords, values),
+        opening=_opening(text),
+        lowercase=frozenset(fold(w) for w in _WORD.findall(text) if w[:1].islower()),
     )
+
+
+def _opening(text: str) -> str:
+    first = _WORD.search(text)
+    return fold(first.group()) if first is not None and first.group()[:1].isupper() else ""
 
 
 def _placed(
@@ -801,6 +813,33 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     # A hyphenated name is two words of a source's name ("Ar-Pharazôn": "ar pharazon").
     words = " ".join(name_words(text))  # without a possessive: "Acme's" is "acme"
     return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
+
+
+def opens_like_a_name(
+    text: str, leads: Sequence[SentenceFacts], facts: Sequence[SentenceFacts], others: Sequence[str] = ()
+) -> bool:
+    """Whether a capitalised word opening an answer sentence is a name because the sources
+    write it only so, as their topic: a source's first sentence opens with it (``leads``: the
+    sources' first sentences), and no source sentence (``facts``), nor any of ``others`` (the
+    answer and the question), writes it in lower case ("Inception is a 2010 film ...":
+    "Inception grossed $701 million" is about that film). A stopword or a filler never is, nor
+    a word that only opens later sentences ("Together with Otto Hahn she discovered ...").
+
+    >>> facts = [sentence_facts("Inception is a 2010 film."), sentence_facts("It grossed $837 million.")]
+    >>> opens_like_a_name("Inception", facts[:1], facts), opens_like_a_name("It", facts, facts)
+    (True, False)
+    >>> rivers = [sentence_facts("Rivers flow."), sentence_facts("The rivers are long.")]
+    >>> opens_like_a_name("Rivers", rivers[:1], rivers)
+    False
+    """
+    if not text[:1].isupper() or " " in text or not text.isalpha() or len(text) < 3:
+        return False
+    word = fold(text)
+    if word in _NON_KEYWORDS or not any(f.opening == word for f in leads):
+        return False
+    if any(word in f.lowercase for f in facts):
+        return False
+    return not any(fold(w) == word for other in others for w in _WORD.findall(other) if w[:1].islower())
 
 
 def asked_facts(query: str, facts: Sequence[SentenceFacts]) -> list[KeywordFacts]:
