@@ -52,6 +52,19 @@ def test_dates_numbers_and_names():
     ]
 
 
+def test_a_brand_with_a_capital_inside_the_word_is_a_name():
+    # "iPhone" was a word, so "The iPhone 15 has a 4,575 mAh battery." had no subject and took
+    # the Pixel's battery as supported
+    assert _citable("The iPhone 15 has a 4,575 mAh battery.") == [
+        ("iPhone", "name"), ("15", "number"), ("4,575", "number"), ("mAh", "word"), ("battery", "word"),
+    ]
+    assert _citable("I sold my iPad on eBay.") == [("sold", "word"), ("iPad", "name"), ("eBay", "name")]
+    # units and prefixed acronyms stay words
+    assert [k for k in _citable("It stores 5 kWh; macOS and mRNA too.") if k[1] != "number"] == [
+        ("stores", "word"), ("macOS", "word"), ("mRNA", "word"),
+    ]
+
+
 def test_token_words_maps_digit_tokens_to_their_number():
     text = "Built in 2011, it is 330 m."
     offsets = [(0, 5), (5, 8), (8, 10), (10, 11), (11, 12), (12, 13), (13, 14), (14, 17), (17, 20), (20, 22), (22, 23), (23, 24), (24, 26), (26, 27)]

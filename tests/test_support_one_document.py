@@ -183,3 +183,55 @@ OTHER_ROWS = [
 @pytest.mark.parametrize("question, answer, keyword, status, source", OTHER_ROWS)
 def test_a_name_inside_a_longer_name_or_from_another_pages_list(keyword_status_of, question, answer, keyword, status, source):
     keyword_status_of(OTHER_SOURCES, question, answer, keyword, status, source)
+
+
+# Two phones, a page on vaccines and a tower, written for this test: a brand written with a
+# capital inside the word ("iPhone"), a passive's agent ("developed by Edward Jenner") and an
+# adjective its page gives as a superlative ("the tallest building").
+PRODUCT_SOURCES = [
+    {"id": "phone1", "text": (
+        "The Pixel 8 was released in October 2023. It has a 6.2-inch display and a 4,575 mAh battery. It "
+        "starts at $699."
+    )},
+    {"id": "phone2", "text": (
+        "The iPhone 15 was released in September 2023. It has a 6.1-inch display and a 3,349 mAh battery. It "
+        "starts at $799."
+    )},
+    {"id": "vaccine", "text": (
+        "The first vaccine was developed by Edward Jenner in 1796 against smallpox. Louis Pasteur developed a "
+        "rabies vaccine in 1885."
+    )},
+    {"id": "tower", "text": (
+        "Construction of the Burj Khalifa began in 2004 and it opened in January 2010. At 828 metres it is the "
+        "tallest building in the world."
+    )},
+    {"id": "q3", "text": (
+        "In the third quarter, revenue rose 12% to $4.2 billion, while operating profit fell 3% to $610 million."
+    )},
+    {"id": "q2", "text": "In the second quarter, revenue rose 8% to $3.9 billion and operating profit rose 5% to $630 million."},
+]
+
+PRODUCT_ROWS = [
+    # "iPhone" was a word: the claim had no subject, and the Pixel's figures were supported
+    ("What battery does it have?", "The iPhone 15 has a 4,575 mAh battery.", "4,575", "contradicted", "phone2"),
+    ("What battery does it have?", "The iPhone 15 has a 3,349 mAh battery.", "3,349", "supported", "phone2"),
+    ("Compare the phones.", "The Pixel 8 starts at $799, while the iPhone 15 starts at $699.", "$799", "contradicted", "phone1"),
+    ("Compare the phones.", "The Pixel 8 starts at $799, while the iPhone 15 starts at $699.", "$699", "contradicted", "phone2"),
+    ("Compare the phones.", "The Pixel 8 starts at $699, while the iPhone 15 starts at $799.", "$799", "supported", "phone2"),
+    # "developed by Edward Jenner" did not place him where "Louis Pasteur developed" stands
+    ("Who developed the first vaccine?", "Louis Pasteur developed the first vaccine in 1796.", "Louis Pasteur", "contradicted", "vaccine"),
+    ("Who developed the first vaccine?", "Edward Jenner developed the first vaccine in 1796, against smallpox.", "Edward Jenner", "supported", "vaccine"),
+    ("Who developed a rabies vaccine?", "Louis Pasteur developed a rabies vaccine in 1885.", "Louis Pasteur", "supported", "vaccine"),
+    ("How tall is it?", "The Burj Khalifa is 828 m tall and opened in 2010.", "2010", "supported", "tower"),
+    ("How tall is it?", "The Burj Khalifa is 828 m tall and opened in January 2004.", "January 2004", "contradicted", "tower"),
+    # a claim that names nothing had each value supported wherever it was held
+    ("How did the quarter go?", "Revenue rose 8% to $4.2 billion in the third quarter.", "8%", "contradicted", "q3"),
+    ("How did the quarter go?", "Revenue rose 12% to $4.2 billion in the third quarter.", "12%", "supported", "q3"),
+    ("How did the quarter go?", "In the third quarter, operating profit rose 5% to $630 million.", "third", "contradicted", "q2"),
+    ("How did the quarter go?", "In the second quarter, operating profit rose 5% to $630 million.", "5%", "supported", "q2"),
+]
+
+
+@pytest.mark.parametrize("question, answer, keyword, status, source", PRODUCT_ROWS)
+def test_brands_passives_and_claims_that_name_nothing(keyword_status_of, question, answer, keyword, status, source):
+    keyword_status_of(PRODUCT_SOURCES, question, answer, keyword, status, source)

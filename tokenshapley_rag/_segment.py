@@ -399,6 +399,8 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                     kind = "number"
         elif kind == "word" and piece.lower() in _NON_KEYWORDS:
             kind = "stopword"
+        elif kind == "word" and _CAMEL_NAME.fullmatch(piece):
+            kind = "name"  # "iPhone", "eBay": a brand's capital inside the word
         elif kind == "word" and (word_number_value(piece) is not None or _ranks_first(text, start, end)):
             kind = "number"  # "fifteen", "second-largest", "the largest": a count or a rank, checked by value
         elif kind == "number" and _YEAR.fullmatch(piece):
@@ -412,6 +414,10 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
 
 
 _YEAR_MONEY = re.compile(r"((?:1\d|20)\d\d)\s+(euros|dollars|pounds)")
+# A word that starts in lower case and capitalises a later part ("iPhone", "eBay", "iPad"):
+# a name. Units ("mAh", "kWh") and acronyms with a prefix ("mRNA", "macOS") are not: their
+# capital is not followed by two lower-case letters.
+_CAMEL_NAME = re.compile(r"[a-z]{1,3}[A-Z][a-z]{2,}[A-Za-z]*")
 
 
 def _month_is_date(text: str, begin: int, start: int) -> bool:

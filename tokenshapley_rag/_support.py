@@ -330,6 +330,12 @@ def value_neighbours(keywords: Sequence[Keyword]) -> list[tuple[str, ...]]:
     [('<found', '=tamper'), (), ('=#1865',)]
     >>> [n for n in value_neighbours(find_keywords("Together with Otto Hahn she discovered it.")) if n]
     [('<together',)]
+
+    A name after "by" and a word also stands where that word's subject does (a passive's
+    agent):
+
+    >>> value_neighbours(find_keywords("It was developed by Edward Jenner."))[4]
+    ('<develop', '>develop')
     """
     out: list[tuple[str, ...]] = []
     cited = [i for i, k in enumerate(keywords) if k.citable]
@@ -357,6 +363,10 @@ def value_neighbours(keywords: Sequence[Keyword]) -> list[tuple[str, ...]]:
                 found.append("=" + light_stem(fold(keywords[m].text.split()[word])))
             elif keywords[m].kind == "word":
                 found.append(side + light_stem(fold(keywords[m].text.split()[word])))
+                if side == "<" and k.kind == "name" and any(b.text.lower() == "by" for b in between):
+                    # A passive's agent stands where the active's subject does: "developed by
+                    # Edward Jenner" places him as "Edward Jenner developed" does.
+                    found.append(">" + light_stem(fold(keywords[m].text.split()[word])))
             else:
                 found.append("=#" + ",".join(_placed_value(keywords[m])))
         out.append(tuple(found))
