@@ -9,7 +9,10 @@ taken from another sentence of the right page ("Kylian Mbappé won the Golden Ba
 acronym of a longer name ("CDC"), a name numbered the other way ("World War II"), a sign
 written as a word ("minus 12.5"), a season ("2019/20"), a share written as a fraction
 ("almost half"). The rows that were already right guard the other direction: answers that
-combine several sentences of one page correctly stay supported.
+combine several sentences of one page correctly stay supported. The later groups of pages
+(finals, casts, companies, films; phones, vaccines, a tower, quarters) are from the next round
+(docs/reports/support.md, "A name from another page's sentence ..." and "Found on two phones
+..."): names and values taken across pages.
 """
 
 import pytest
@@ -180,14 +183,9 @@ OTHER_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("question, answer, keyword, status, source", OTHER_ROWS)
-def test_a_name_inside_a_longer_name_or_from_another_pages_list(keyword_status_of, question, answer, keyword, status, source):
-    keyword_status_of(OTHER_SOURCES, question, answer, keyword, status, source)
-
-
-# Two phones, a page on vaccines and a tower, written for this test: a brand written with a
-# capital inside the word ("iPhone"), a passive's agent ("developed by Edward Jenner") and an
-# adjective its page gives as a superlative ("the tallest building").
+# Two phones, a page on vaccines, a tower and two quarters, written for this test: a brand
+# written with a capital inside the word ("iPhone"), a passive's agent ("developed by Edward
+# Jenner"), and claims that name nothing.
 PRODUCT_SOURCES = [
     {"id": "phone1", "text": (
         "The Pixel 8 was released in October 2023. It has a 6.2-inch display and a 4,575 mAh battery. It "
@@ -232,6 +230,10 @@ PRODUCT_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("question, answer, keyword, status, source", PRODUCT_ROWS)
-def test_brands_passives_and_claims_that_name_nothing(keyword_status_of, question, answer, keyword, status, source):
-    keyword_status_of(PRODUCT_SOURCES, question, answer, keyword, status, source)
+@pytest.mark.parametrize(
+    "sources, question, answer, keyword, status, source",
+    [pytest.param(OTHER_SOURCES, *row, id=f"other-{i}") for i, row in enumerate(OTHER_ROWS)]
+    + [pytest.param(PRODUCT_SOURCES, *row, id=f"product-{i}") for i, row in enumerate(PRODUCT_ROWS)],
+)
+def test_names_and_values_across_pages(keyword_status_of, sources, question, answer, keyword, status, source):
+    keyword_status_of(sources, question, answer, keyword, status, source)
