@@ -235,8 +235,8 @@ class SentenceFacts:
     # states its own ("aged 45") is a rival for it (:func:`keyword_status`).
     placed: frozenset[tuple[str, str, tuple[str, ...]]] = frozenset()
     # Its first word, folded, when written with a capital (else ""), and the words it writes
-    # in lower case: a word that sources write only capitalised, opening sentences, is a name
-    # (:func:`opens_like_a_name`: "Inception is a 2010 film ...").
+    # in lower case: a word that the sources write only capitalised, opening a source's first
+    # sentence, is a name (:func:`opens_like_a_name`: "Inception is a 2010 film ...").
     opening: str = ""
     lowercase: frozenset[str] = frozenset()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
@@ -980,8 +980,9 @@ def keyword_status(
     subject left out: the anchor checks it); ``neighbours``: what stands beside the keyword
     in the answer sentence (:func:`value_neighbours`). A number, date or name that the anchor
     holds is contradicted by another sentence of a document holding it (a name: or of an
-    anchor document) that holds more of those keywords than every sentence holding it, more than half of them and two, and states
-    another value of its kind beside the same word or in the same place ("Maria Gómez, aged
+    anchor document) that holds more of those keywords than every sentence holding it, more
+    than half of them and two, and states another value of its kind beside the same word or
+    in the same place ("Maria Gómez, aged
     45, has led the bank." against the page's "Maria Gómez, aged 54, has led the bank ...",
     when 45 is the page's market share: :func:`_placed_rival`). A number or date that no
     anchor source holds is contradicted by a sentence of the anchor that holds more of them
