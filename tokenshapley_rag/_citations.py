@@ -455,13 +455,10 @@ def keyword_statuses(
             subject_sources = question_anchor
         elif the_subject is not None and the_subject != r and held_by_document[the_subject].any():
             subject_sources = held_by_document[the_subject]  # a value is checked against the subject
-        elif the_subject is None and others and cited[r][0].kind in VALUE_KINDS:
-            # A claim that names nothing ("Revenue rose 8% to $4.2 billion in the third
-            # quarter."): each value is checked against the documents holding the most of its
-            # other values, as a subject is.
-            subject_sources = documents_holding_most(held_by_document[others])
-        elif the_subject == r and others:
-            # The subject is checked against the sources holding the most of the rest.
+        elif others and (the_subject == r or (the_subject is None and cited[r][0].kind in VALUE_KINDS)):
+            # The subject is checked against the sources holding the most of the rest, and so
+            # is each value of a claim that names nothing ("Revenue rose 8% to $4.2 billion in
+            # the third quarter.").
             subject_sources = documents_holding_most(held_by_document[others])
         elif the_subject == r:
             # A claim with no other value ("Lise Meitner discovered polonium and radium."):

@@ -256,7 +256,8 @@ def sentence_facts(text: str) -> SentenceFacts:
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
     text = spell_numeric_dates(_INVISIBLE.sub("", text))
-    words = [fold(w) for w in word_pieces(text)]  # CJK: characters and neighbour pairs
+    pieces = word_pieces(text)  # CJK: characters and neighbour pairs
+    words = [fold(w) for w in pieces]
     # Dotted initials are also the acronym they spell, wherever they stand ("The U.S.
     # Army" holds "US").
     dotted = [fold(m.group().replace(".", "")) for m in DOTTED_INITIALS.finditer(text) if m.group().isupper()]
@@ -283,14 +284,9 @@ def sentence_facts(text: str) -> SentenceFacts:
         measures=frozenset(m for _, _, m in measures(text, values=values)) | fraction_measures(text),
         pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
         placed=_placed(keywords, values),
-        opening=_opening(text),
-        lowercase=frozenset(fold(w) for w in _WORD.findall(text) if w[:1].islower()),
+        opening=words[0] if pieces and pieces[0][:1].isupper() else "",
+        lowercase=frozenset(w for piece, w in zip(pieces, words) if piece[:1].islower()),
     )
-
-
-def _opening(text: str) -> str:
-    first = _WORD.search(text)
-    return fold(first.group()) if first is not None and first.group()[:1].isupper() else ""
 
 
 def _placed(
