@@ -125,3 +125,42 @@ def test_evaluation_option_ranks_by_the_rule():
     assert rule.config["evidence"] == "sentence-game" and plain.config == {"k": 1}
     with pytest.raises(InvalidInputError):
         TokenShapleyAttributor(fake_ts, evidence="other")
+
+
+def test_question_rule_reads_the_claim_with_its_question():
+    """``--evidence question-sentence-game``: each answer sentence's game is queried with the
+    embedding of question + answer and played over the content words of both; with no
+    question it is the sentence-game rule."""
+    from types import SimpleNamespace as NS
+
+    from tokenshapley_rag._result import AttributionResult
+    from tokenshapley_rag._types import SentenceScore, Source
+    from tokenshapley_rag.benchmark._methods import QUESTION_EVIDENCE_WEIGHT, TokenShapleyAttributor
+    from tokenshapley_rag.benchmark._sentences import sentence_units
+
+    sources = [Source("a", "Taylor Swift sang at the Grammys."), Source("b", "The theme song is sung by Taylor Swift.")]
+    units = sentence_units(sources)
+    result = AttributionResult(
+        query="", response="Taylor Swift.", sources=sources, citations=[], source_scores={}, tokens=None,
+        sentence_scores=[SentenceScore(u.source_id, i, u.text, u.start, u.end, 0.0, 0.0) for i, u in enumerate(units)],
+    )
+    fake_ts = NS(attribute=lambda **kw_: result, config={})
+    table = {
+        "Who sings the theme song? Taylor Swift.": [0.0, 1.0], "Taylor Swift.": [1.0, 0.0],
+        units[0].text: [1.0, 0.2], units[1].text: [0.2, 1.0],
+    }
+    embedder = NS(embed=lambda texts: np.array([table[t] for t in texts]))
+    rule = TokenShapleyAttributor(fake_ts, evidence="question-sentence-game", evidence_passage=0.0)
+    rule._embedder = embedder
+    assert rule.evidence_weight == QUESTION_EVIDENCE_WEIGHT == 64.0
+    got = rule.score_sentences("Who sings the theme song?", sources, "Taylor Swift.", units).scores
+    claim = "Who sings the theme song? Taylor Swift."
+    game = sentence_game_values([claim], embedder.embed([claim]), [u.text for u in units], embedder.embed([u.text for u in units]))
+    np.testing.assert_allclose(got, 64.0 * game)
+    # "theme" and "song", held only by the page the question was written from, rank it first
+    assert got[1] > got[0]
+    # with no question, the claim is the answer sentence alone: the sentence-game rule
+    alone = rule.score_sentences("", sources, "Taylor Swift.", units).scores
+    plain = TokenShapleyAttributor(fake_ts, evidence="sentence-game", evidence_weight=64.0, evidence_passage=0.0)
+    plain._embedder = embedder
+    np.testing.assert_allclose(alone, plain.score_sentences("", sources, "Taylor Swift.", units).scores)

@@ -111,13 +111,15 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--evidence",
-        choices=["keyword", "sentence-game"],
+        choices=["keyword", "sentence-game", "question-sentence-game"],
         default=None,
-        help="tokenshapley sentence ranking (nq, wice, paraphrase): keyword_score (default) or the "
-        "sentence-game evidence rule (docs/method.md section 9)",
+        help="tokenshapley sentence ranking (nq, wice, paraphrase): keyword_score (default), the "
+        "sentence-game evidence rule (docs/method.md section 9), or that rule with each answer "
+        "sentence read with the question",
     )
     parser.add_argument("--evidence-weight", type=float, default=None, metavar="B",
-                        help="sentence-game rule: weight of the sentence game (default 4)")
+                        help="sentence-game rules: weight of the sentence game (default 4; 64 for "
+                        "question-sentence-game)")
     parser.add_argument("--evidence-passage", type=float, default=None, metavar="L",
                         help="sentence-game rule: weight of the best score of the sentence's source (default 1)")
     parser.add_argument(

@@ -30,10 +30,14 @@ __all__ = [
 
 METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELINE_NAMES)
 #: Sentence-ranking rules of TokenShapley (``--evidence``): ``keyword`` ranks by
-#: ``SentenceScore.keyword_score``; ``sentence-game`` by the evidence rule of docs/method.md §9.
-EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game")
-#: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md).
+#: ``SentenceScore.keyword_score``; ``sentence-game`` by the evidence rule of docs/method.md §9;
+#: ``question-sentence-game`` by the same rule with each answer sentence's claim read with
+#: the question (§9, "The question's claim").
+EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game", "question-sentence-game")
+#: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md): the sentence
+#: game's weight per rule, and the passage term's.
 EVIDENCE_WEIGHT = 4.0
+QUESTION_EVIDENCE_WEIGHT = 64.0
 EVIDENCE_PASSAGE = 1.0
 #: Span rules of TokenShapley (``--span-rule``): ``context`` scores a span by its context game
 #: (docs/method.md §5); ``sentence-game`` adds, among the sources that hold the span word for
@@ -96,6 +100,11 @@ class TokenShapleyAttributor:
     instead: ``keyword_score + weight * sentence game``, plus ``passage`` times the best such
     score in the sentence's source. The sentence game's embeddings are all-MiniLM-L6-v2's
     (the EmbSim model; loaded on first use). Span scores are unchanged by it.
+    ``evidence="question-sentence-game"`` plays each answer sentence's game as the claim the
+    question and the sentence make together: queried with the embedding of the question
+    followed by the sentence, over the content words of both (a bare answer, "Taylor Swift",
+    says what it says only with its question); ``evidence_weight`` defaults to
+    :data:`QUESTION_EVIDENCE_WEIGHT` for it. With no question it is ``sentence-game``.
 
     ``span_rule="sentence-game"`` adds to a span's per-source scores, when two or more sources
     hold the span word for word, ``span_weight`` times the sentence game of the span's answer
@@ -106,7 +115,7 @@ class TokenShapleyAttributor:
     name = "tokenshapley"
 
     def __init__(
-        self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float = EVIDENCE_WEIGHT,
+        self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float | None = None,
         evidence_passage: float = EVIDENCE_PASSAGE, span_rule: str = "context", span_weight: float = SPAN_GAME_WEIGHT,
     ) -> None:
         validate_params(
@@ -114,6 +123,8 @@ class TokenShapleyAttributor:
             {"evidence": evidence, "span_rule": span_rule},
         )
         self.ts = ts
+        if evidence_weight is None:
+            evidence_weight = QUESTION_EVIDENCE_WEIGHT if evidence == "question-sentence-game" else EVIDENCE_WEIGHT
         self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
         self.span_rule, self.span_weight = span_rule, float(span_weight)
         self._embedder: Any = None
@@ -182,9 +193,21 @@ class TokenShapleyAttributor:
         scores = assign_to_units(
             sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.keyword_score) for s in res.sentence_scores)
         )
-        if self.evidence == "sentence-game" and len(sentences):
+        if self.evidence != "keyword" and len(sentences):
             parts = [response[a:b] for a, b in split_sentences(response)] or [response]
-            game = sentence_game_values(parts, self._embed(parts), [u.text for u in sentences], self._embed([u.text for u in sentences]))
+            if self.evidence == "question-sentence-game" and query.strip():
+                # The claim a sentence makes is read with its question: the game's query is the
+                # embedding of the question and the answer together, its words those of both.
+                claims = [f"{query.strip()} {part}" for part in parts]
+                claim = self._embed([f"{query.strip()} {response}".strip()])
+                game = sentence_game_values(
+                    claims, np.repeat(claim, len(claims), axis=0), [u.text for u in sentences],
+                    self._embed([u.text for u in sentences]),
+                )
+            else:
+                game = sentence_game_values(
+                    parts, self._embed(parts), [u.text for u in sentences], self._embed([u.text for u in sentences])
+                )
             scores = evidence_scores(
                 scores, game, [u.source_index for u in sentences], weight=self.evidence_weight, passage=self.evidence_passage
             )
