@@ -1,5 +1,7 @@
 """Keyword segmentation and token-to-word mapping (no model)."""
 
+import pytest
+
 from tokenshapley_rag._segment import find_keywords, token_words
 
 
@@ -71,3 +73,44 @@ def test_token_words_maps_digit_tokens_to_their_number():
     assert token_words(text, offsets) == [
         "built", "in", "2011", "2011", "2011", "2011", ",", "it", "is", "330", "330", "330", "m", ".",
     ]
+
+
+@pytest.mark.parametrize(
+    "answer, citable",
+    [
+        ("Zürich has 421,878 people [1].", ["Zürich", "421,878", "people"]),
+        ("Zürich has 421,878 people.[1][2]", ["Zürich", "421,878", "people"]),
+        ("It opened in 1889 [2, 3] and is 330 m tall [4-5].", ["opened", "1889", "330 m", "tall"]),
+        ("It opened in 1889 (source 2; doc 3).", ["opened", "1889"]),
+        ("It opened in 1889 [Source 1] and [^2] \u30101\u2020source\u3011.", ["opened", "1889"]),
+        # a number in parentheses may number a list's items: kept
+        ("Mix (1) flour and (2) water.", ["Mix", "1", "flour", "2", "water"]),
+    ],
+)
+def test_a_generators_citation_markers_are_not_keywords(answer, citable):
+    assert [k.text for k in find_keywords(answer) if k.citable] == citable
+
+
+def test_a_decomposed_letter_stays_in_its_word():
+    # "u" + U+0308 COMBINING DIAERESIS is the "ü" of "Zürich": one word, offsets into the text as given
+    answer = "The city of Zu\u0308rich has 421,878 people."
+    keywords = [k for k in find_keywords(answer) if k.citable]
+    assert [k.text for k in keywords] == ["city", "Zu\u0308rich", "421,878", "people"]
+    assert all(answer[k.start : k.end] == k.text for k in keywords)
+
+
+@pytest.mark.parametrize(
+    "answer, number",
+    [
+        ("The farm has 1,218 megawatts.", "1,218 megawatts"),
+        ("It stores 3 kilowatt-hours.", "3 kilowatt-hours"),
+        ("Take 2.4 mcg daily.", "2.4 mcg"),
+        ("Take 2.4 µg daily.", "2.4 µg"),
+        ("It holds 128 GB.", "128 GB"),
+        ("The line has 100 Mbps.", "100 Mbps"),
+        ("It travels at 343 km/s.", "343 km/s"),
+        ("It runs at 5 GHz.", "5 GHz"),
+    ],
+)
+def test_a_number_keeps_its_prefixed_unit(answer, number):
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [number]

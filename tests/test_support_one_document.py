@@ -12,7 +12,9 @@ written as a word ("minus 12.5"), a season ("2019/20"), a share written as a fra
 combine several sentences of one page correctly stay supported. The later groups of pages
 (finals, casts, companies, films; phones, vaccines, a tower, quarters) are from the next round
 (docs/reports/support.md, "A name from another page's sentence ..." and "Found on two phones
-..."): names and values taken across pages.
+..."): names and values taken across pages. The writers' group is from the round after
+("Found on writers, acquisitions and units"): a place or a price from another page, units told
+apart by their prefix, citation markers and decomposed text.
 """
 
 import pytest
@@ -230,10 +232,63 @@ PRODUCT_ROWS = [
 ]
 
 
+# Two writers, two acquisitions, a wind farm, a dose, two cities and two trains, written for
+# this test (docs/reports/support.md, "Found on writers, acquisitions and units"): a place
+# only another person's page holds (also in a sentence that names him by a pronoun), a value
+# from another page about the same subject, units told apart by their prefix, a generator's
+# citation markers, and text in Unicode's decomposed form.
+WRITER_SOURCES = [
+    {"id": "kafka", "text": "Franz Kafka was born in Prague on 3 July 1883. He died in Kierling in 1924."},
+    {"id": "musil", "text": "Robert Musil was born in Klagenfurt on 6 November 1880. He died in Geneva in 1942."},
+    {"id": "instagram", "text": "Facebook acquired Instagram in April 2012 for $1 billion in cash and stock."},
+    {"id": "whatsapp", "text": "Facebook acquired WhatsApp in February 2014 for $19 billion."},
+    {"id": "plant", "text": "The wind farm has a capacity of 1,218 MW and stores 128 GB of data a day."},
+    {"id": "dose", "text": "Adults should take 2.4 µg of vitamin B12 daily. Sound travels at 343 m/s in air."},
+    {"id": "zurich", "text": "Zürich has a population of 421,878."},
+    {"id": "geneva", "text": "Geneva has a population of 203,856."},
+    {"id": "nice", "text": "The TGV from Paris to Nice leaves at 14:30 and arrives at 20:12."},
+    {"id": "lyon", "text": "The TGV from Paris to Lyon leaves at 16:00 and arrives at 17:56."},
+]
+
+WRITER_ROWS = [
+    # another writer's birthplace, and his place of death, were supported
+    ("", "Franz Kafka was born in Klagenfurt on 3 July 1883.", "Klagenfurt", "contradicted", "kafka"),
+    ("Where was Kafka born?", "Franz Kafka was born in Prague on 3 July 1883.", "Prague", "supported", "kafka"),
+    ("", "Franz Kafka died in Geneva in 1924.", "Geneva", "contradicted", "kafka"),
+    ("", "Franz Kafka died in Kierling in 1924. Robert Musil died in Geneva in 1942.", "Geneva", "supported", "musil"),
+    # a page about the same subject stating another acquisition: its price was supported
+    ("", "Facebook acquired Instagram in April 2012 for $19 billion.", "$19 billion", "contradicted", "instagram"),
+    ("", "Facebook acquired Instagram in February 2014 for $1 billion.", "February 2014", "contradicted", "instagram"),
+    ("", "Facebook acquired Instagram in April 2012 for $1 billion.", "$1 billion", "supported", "instagram"),
+    ("", "Facebook acquired WhatsApp in February 2014 for $19 billion.", "$19 billion", "supported", "whatsapp"),
+    ("", "The TGV from Paris to Nice leaves at 16:00 and arrives at 20:12.", "16:00", "contradicted", "nice"),
+    ("", "The TGV from Paris to Nice leaves at 16:00 and arrives at 20:12.", "20:12", "supported", "nice"),
+    ("", "The TGV from Paris to Lyon leaves at 16:00 and arrives at 17:56.", "16:00", "supported", "lyon"),
+    # another prefix of the unit was the same value
+    ("", "The wind farm has a capacity of 1,218 kW.", "1,218 kW", "contradicted", "plant"),
+    ("", "The wind farm has a capacity of 1,218 megawatts.", "1,218 megawatts", "supported", "plant"),
+    ("", "The wind farm stores 128 TB of data a day.", "128 TB", "contradicted", "plant"),
+    ("", "Adults should take 2.4 mg of vitamin B12 daily.", "2.4 mg", "unsupported", None),
+    ("", "Adults should take 2.4 mcg of vitamin B12 daily.", "2.4 mcg", "supported", "dose"),
+    ("", "Sound travels at 343 km/s in air.", "343 km/s", "unsupported", None),
+    # a citation marker was an unsupported number; a decomposed "ü" split the name
+    ("", "Zürich has a population of 421,878 [1].", "421,878", "supported", "zurich"),
+    ("", "Zu\u0308rich has a population of 421,878.", "Zu\u0308rich", "supported", "zurich"),
+    ("", "Zu\u0308rich has a population of 203,856.", "203,856", "contradicted", "zurich"),
+]
+
+
+def test_citation_markers_are_not_keywords(attribute_once):
+    res = attribute_once(WRITER_SOURCES, "", "Zürich has a population of 421,878 [1][2]. Geneva has 203,856 (source 2).")
+    assert [c.text for c in res.citations] == ["Zürich", "population", "421,878", "Geneva", "203,856"]
+    assert all(c.status == "supported" for c in res.citations)
+
+
 @pytest.mark.parametrize(
     "sources, question, answer, keyword, status, source",
     [pytest.param(OTHER_SOURCES, *row, id=f"other-{i}") for i, row in enumerate(OTHER_ROWS)]
-    + [pytest.param(PRODUCT_SOURCES, *row, id=f"product-{i}") for i, row in enumerate(PRODUCT_ROWS)],
+    + [pytest.param(PRODUCT_SOURCES, *row, id=f"product-{i}") for i, row in enumerate(PRODUCT_ROWS)]
+    + [pytest.param(WRITER_SOURCES, *row, id=f"writer-{i}") for i, row in enumerate(WRITER_ROWS)],
 )
 def test_names_and_values_across_pages(keyword_status_of, sources, question, answer, keyword, status, source):
     keyword_status_of(sources, question, answer, keyword, status, source)

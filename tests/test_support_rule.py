@@ -379,6 +379,20 @@ def test_a_count_in_words_opening_a_sentence_is_a_number():
         ("It is 2,850 km long.", "2,850 km", "It is 2,850 km (1,771 mi) long.", True),
         # another dimension, or no unit in the source, is the plain value rule
         ("It is 2,850 km long.", "2,850 km", "It has 2,850 bridges.", True),
+        # a unit's prefix is read as written, its case too: another prefix is another value
+        ("It produces 1,218 kW.", "1,218 kW", "The farm has a capacity of 1,218 MW.", False),
+        ("It produces 1,218 megawatts.", "1,218 megawatts", "The farm has a capacity of 1,218 MW.", True),
+        ("It produces 1.218 GW.", "1.218 GW", "The farm has a capacity of 1,218 MW.", True),
+        ("It draws 5 mW.", "5 mW", "It draws 5 MW.", False),
+        ("It holds 128 TB.", "128 TB", "The phone has 128 GB of storage.", False),
+        ("It holds 128 gigabytes.", "128 gigabytes", "The phone has 128 GB of storage.", True),
+        ("It holds 128 Gb.", "128 Gb", "The phone has 128 GB of storage.", False),
+        ("Take 2.4 mg daily.", "2.4 mg", "Take 2.4 µg daily.", False),
+        ("Take 2.4 mcg daily.", "2.4 mcg", "Take 2.4 µg daily.", True),
+        ("Take 2,400 ng daily.", "2,400 ng", "Take 2.4 µg daily.", True),
+        ("It travels at 343 km/s.", "343 km/s", "Sound travels at 343 m/s in air.", False),
+        ("It runs at 2.4 GHz.", "2.4 GHz", "The chip runs at 2.4 MHz.", False),
+        ("It has 100 Mbps.", "100 Mbps", "The line has 100 Mbit/s.", True),
     ],
 )
 def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expected):

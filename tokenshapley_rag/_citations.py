@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -440,7 +441,7 @@ def keyword_statuses(
             if group[o] != group[r] and kw_claim[o] == kw_claim[r] and cited[o][0].kind in VALUE_KINDS
             and held_anywhere[o]
         ]
-        subject_sources = None
+        subject_sources = narrowed = None
         the_subject = subject.get(kw_claim[r])
         on_topic = topic.get(kw_claim[r], False)
         if question_anchor is not None and r in bare_set:
@@ -455,6 +456,14 @@ def keyword_statuses(
             subject_sources = question_anchor
         elif the_subject is not None and the_subject != r and held_by_document[the_subject].any():
             subject_sources = held_by_document[the_subject]  # a value is checked against the subject
+            # The claim's other values that tell the subject's documents apart (not held by all).
+            values = [o for o in others if o != the_subject and not (held_by_document[o] | ~subject_sources).all()]
+            if values and subject_sources.sum() > 1 and not (held_by_document[r] & held_by_document[values]).any():
+                # Several documents hold the subject, and those holding this value hold none of
+                # the claim's other values ("Facebook acquired Instagram in April 2012 for $19
+                # billion.": $19 billion is WhatsApp's price, on another page about Facebook):
+                # the documents holding the most of them state the claim, and may contradict it.
+                narrowed = documents_holding_most(held_by_document[values] & subject_sources)
         elif others and (the_subject == r or (the_subject is None and cited[r][0].kind in VALUE_KINDS)):
             # The subject is checked against the sources holding the most of the rest, and so
             # is each value of a claim that names nothing ("Revenue rose 8% to $4.2 billion in
@@ -489,17 +498,21 @@ def keyword_statuses(
             _claim_keywords_held(r, the_subject, claim_members[kw_claim[r]], claim_held_total[kw_claim[r]], held)
             if cited[r][0].kind in VALUE_KINDS else (None, 0)
         )
-        status, ok, rival = keyword_status(
-            kfacts[r], affirmed_by, subject_sources, predicate[r], sentence_document, facts,
-            claim_facts[kw_claim[r]],
-            1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
-            None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
-            float(predicate_weight[r]),
-            topic=on_topic,
-            neighbours=neighbours[r],
-            claim_held=claim_held,
-            claim_size=claim_size,
+        judge = functools.partial(
+            keyword_status, kfacts[r], affirmed_by, predicate=predicate[r], sentence_document=sentence_document,
+            facts=facts, answer=claim_facts[kw_claim[r]],
+            tolerance=1.0 / PREDICATE_TOLERANCE if the_subject == r else PREDICATE_TOLERANCE,
+            agreement=None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
+            predicate_weight=float(predicate_weight[r]), topic=on_topic, neighbours=neighbours[r],
+            claim_held=claim_held, claim_size=claim_size, is_subject=the_subject == r,
         )
+        status, ok, rival = judge(subject_sources=subject_sources)
+        if status == "supported" and narrowed is not None and not np.array_equal(narrowed, subject_sources):
+            # Judged against the documents stating the claim, it is contradicted only by one
+            # of their sentences: else the answer combined two pages about one subject.
+            status_there, ok_there, rival_there = judge(subject_sources=narrowed)
+            if status_there == "contradicted":
+                status, ok, rival = status_there, ok_there, rival_there
         statuses.append(status)
         allowed[r] = ok
         rivals.append(rival)

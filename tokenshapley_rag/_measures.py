@@ -25,6 +25,8 @@ __all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_m
 # context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
 # without a scale, "L" and "l" (a letter).
 _LENGTH = {
+    ("nm", "nanometre", "nanometres", "nanometer", "nanometers"): 1e-9,
+    ("µm", "μm", "micrometre", "micrometres", "micrometer", "micrometers", "micron", "microns"): 1e-6,
     ("mm", "millimetre", "millimetres", "millimeter", "millimeters"): 0.001,
     ("cm", "centimetre", "centimetres", "centimeter", "centimeters"): 0.01,
     ("m", "metre", "metres", "meter", "meters"): 1.0,
@@ -35,6 +37,8 @@ _LENGTH = {
     ("mi", "mile", "miles"): 1609.344,
 }
 _MASS = {
+    ("µg", "μg", "mcg", "ug", "microgram", "micrograms"): 1e-9,
+    ("ng", "nanogram", "nanograms"): 1e-12,
     ("mg", "milligram", "milligrams"): 1e-6,
     ("g", "gram", "grams", "gramme", "grammes"): 0.001,
     ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
@@ -58,7 +62,46 @@ _SPEED = {
     ("km/h", "kph", "kilometres per hour", "kilometers per hour"): 1 / 3.6,
     ("mph", "miles per hour"): 0.44704,
     ("m/s", "metres per second", "meters per second"): 1.0,
+    ("km/s", "kilometres per second", "kilometers per second"): 1000.0,
 }
+# Units whose prefix is told apart by its case ("MW" megawatts, "mW" milliwatts; "MB"
+# megabytes, "Mb" megabits): read as written, with their spelled-out names. A number with
+# another prefix of the same unit is another measurement ("1,218 kW" is not "1,218 MW").
+_SI_PREFIXES = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_SI_NAMES = {"m": "milli", "": "", "k": "kilo", "M": "mega", "G": "giga", "T": "tera"}
+_PREFIXED = (
+    # dimension, symbol, name, the prefixes written with it, the size of the unprefixed unit
+    ("power", "W", "watt", "mkMGT", 1.0),
+    ("energy", "Wh", "watt-hour", "kMGT", 1.0),
+    ("frequency", "Hz", "hertz", "kMGT", 1.0),
+    ("voltage", "V", "volt", "mk", 1.0),
+    ("data", "B", "byte", "kMGT", 1.0),
+    ("data", "b", "bit", "kMGT", 0.125),  # a bit is an eighth of a byte: "128 Gb" is 16 GB
+    ("bitrate", "bps", "bit per second", "kMGT", 1.0),
+)
+
+
+def _cased_unit_sizes() -> dict[str, tuple[str, float, float]]:
+    """Each prefixed unit of :data:`_PREFIXED` as written ("MW", "Mb", "kbit/s") and spelled
+    out ("megawatt", "megawatts", "megabits per second"): its dimension, size and zero."""
+    sizes: dict[str, tuple[str, float, float]] = {}
+    for dimension, symbol, name, prefixes, base in _PREFIXED:
+        for prefix in ["", *prefixes]:
+            unit = (dimension, base * _SI_PREFIXES[prefix], 0.0)
+            if prefix or symbol not in ("b", "B"):  # a bare "B" or "b" is a letter ("Plan B")
+                sizes[prefix + symbol] = unit
+            if prefix == "k" and symbol == "B":
+                sizes["KB"] = unit
+            if symbol == "bps" and prefix:
+                sizes[f"{prefix}bit/s"] = unit
+            spelled = _SI_NAMES[prefix] + name
+            sizes[spelled] = unit
+            if not spelled.endswith("z"):  # "hertz" is its own plural
+                sizes[spelled.replace(" per", "s per") if " per" in spelled else spelled + "s"] = unit
+    return sizes
+
+
+_CASED_UNIT_SIZES = _cased_unit_sizes()
 _PERCENT = ("%", "percent", "per cent", "pct")
 _TEMPERATURE = {
     ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
@@ -89,13 +132,19 @@ _UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u: ("percent", 1.0, 0.0) for u in _PERCENT},
 }
 # The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
-# tower") between them, the longest unit first; no letter or digit may follow.
+# tower") between them, the longest unit first; no letter, digit or slash may follow ("km"
+# is not read from "km/l").
+_SCALED = r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
 _UNIT_AFTER = re.compile(
-    r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
-    r"[ \u00a0\u202f-]?("
+    _SCALED + r"[ \u00a0\u202f-]?("
     + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_UNIT_SIZES, key=len, reverse=True))
-    + r")(?![\w°²])",
+    + r")(?![\w°²/])",
     re.IGNORECASE,
+)
+_CASED_UNIT_AFTER = re.compile(
+    _SCALED + r"[ \u00a0\u202f-]?("
+    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_CASED_UNIT_SIZES, key=len, reverse=True))
+    + r")(?![\w°²/])"
 )
 
 
@@ -130,9 +179,13 @@ def measures(
     for a, b, value in all_values(text) if values is None else values:
         if not PLAIN_NUMBER.fullmatch(value):
             continue
-        unit = _UNIT_AFTER.match(text, b)
-        # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
-        unit_size = _UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
+        unit = _CASED_UNIT_AFTER.match(text, b)
+        if unit is not None:
+            unit_size = _CASED_UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)))
+        else:
+            unit = _UNIT_AFTER.match(text, b)
+            # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
+            unit_size = _UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
         sign = _SIGN_BEFORE.search(text, max(0, a - 5), a)
         currency = _CURRENCY_OF.get(sign.group(1).casefold()) if sign is not None else None
         if currency is not None:  # "$4.2 billion", "€45.50": the sign is the unit

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
     "word_number_spans", "word_number_value", "spell_number", "rank_superlative_spans", "is_rank_superlative", "is_ordinal",
-    "STOPWORDS", "FILLERS",
+    "STOPWORDS", "FILLERS", "CITATION_MARKER", "composed",
 ]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
@@ -111,7 +112,10 @@ _MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred|bn|tn|mn|mln|
 _UNIT_WORD = (
     r"(?:percent|per cent|km/h|kph|mph|m/s|km²|m²|km2|m2|sq\s?(?:km|mi|m)|square\s+(?:kilomet(?:er|re)s|met(?:er|re)s|miles)|"
     r"km|(?:kilo|centi|milli)?met(?:er|re)s?|m|cm|mm|nm|µm|μm|miles?|mi|feet|foot|ft|"
-    r"inch(?:es)?|yards?|yd|acres?|hectares?|ha|kg|g|mg|(?:kilo|milli)?gram(?:me)?s?|kilos?|lbs?|pounds?|ounces?|oz|"
+    r"inch(?:es)?|yards?|yd|acres?|hectares?|ha|kg|g|mg|µg|μg|mcg|ug|ng|(?:kilo|milli|micro|nano)?gram(?:me)?s?|kilos?|lbs?|"
+    r"pounds?|ounces?|oz|km/s|microns?|(?:micro|nano)met(?:er|re)s?|"
+    r"(?:kilo|mega|giga|tera)watt-?hours?|[mkMGT]?W|(?:milli|kilo|mega|giga|tera)?watts?|(?:kilo|mega|giga|tera)?hertz|"
+    r"[kMGT]b|[kMGT]bps|[kMGT]bit/s|kB|(?:kilo|mega|giga|tera)?(?:bytes?|bits?)|[mk]?V|(?:milli|kilo)?volts?|"
     r"tons?|tonnes?|(?:milli)?lit(?:er|re)s?|ml|mL|"
     r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
     r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
@@ -270,9 +274,30 @@ def find_keywords(text: str) -> list[Keyword]:
             units.extend(_sentence_keywords(view, a, b))
         else:
             units.extend(_cjk_sentence_keywords(view, a, b))
+    markers = [m.span() for m in CITATION_MARKER.finditer(view)]
+    if markers:
+        # A generator's own citation marker ("[1]", "(source 2)") points at a source; it
+        # states nothing a source could hold, so its units are never cited.
+        units = [
+            Keyword(k.start, k.end, k.text, "stopword") if any(a <= k.start and k.end <= b for a, b in markers) else k
+            for k in units
+        ]
     if view is not text:  # each unit's text as the caller wrote it
         units = [Keyword(k.start, k.end, text[k.start:k.end], k.kind) for k in units]
     return units
+
+
+# A citation marker a generator writes after a claim: "[1]", "[1, 3]", "[2-4]", "[^1]",
+# "[source 1]", "(Source 2)", "(doc 3; doc 4)", "【1†source】". A bare "(1)" is left alone: it
+# also numbers the items of a list.
+_MARKER_NUMBERS = r"\d{1,3}(?:\s*(?:[,;\u2013-]|and)\s*\d{1,3})*"
+_MARKER_LABEL = r"(?:sources?|docs?|documents?|refs?|references?|citations?|passages?|chunks?)\s*#?\s*"
+CITATION_MARKER = re.compile(
+    rf"\[\^?\s*(?:{_MARKER_LABEL})?{_MARKER_NUMBERS}\s*\]"
+    rf"|\(\s*{_MARKER_LABEL}{_MARKER_NUMBERS}(?:\s*[,;]\s*{_MARKER_LABEL}{_MARKER_NUMBERS})*\s*\)"
+    r"|\u3010\d{1,3}(?:\u2020[^\u3011]{0,40})?\u3011",
+    re.IGNORECASE,
+)
 
 
 # Zero-width and presentation characters (ZWSP, ZWJ, soft hyphen, variation selectors, BOM):
@@ -280,15 +305,31 @@ def find_keywords(text: str) -> list[Keyword]:
 _INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufe00-\ufe0f\ufeff]")
 
 
+# Combining marks (a decomposed "u\u0308" is "ü"): part of the letter they follow.
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+def composed(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC), where the match rule compares words: a
+    decomposed "Zu\u0308rich" is the "Zürich" a source writes. Only where no offsets are
+    kept (a sentence's facts); answer offsets are read from :func:`_visible`.
+
+    >>> composed("Zu\u0308rich") == "Z\u00fcrich"
+    True
+    """
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def _visible(text: str) -> str:
     """``text`` with each invisible character inside a word replaced by the next letter
-    (same length, so offsets hold) and any other one by a space; ``text`` itself when it
-    has none.
+    (same length, so offsets hold) and any other one by a space, and each combining mark
+    after a letter by that letter (text in Unicode's decomposed form, NFD, keeps its words
+    whole); ``text`` itself when it has none.
 
-    >>> _visible("Eif\u200bfel \u200bTower")
-    'Eifffel  Tower'
+    >>> _visible("Eif\u200bfel \u200bTower Zu\u0308rich")
+    'Eifffel  Tower Zuurich'
     """
-    if _INVISIBLE.search(text) is None:
+    if text.isascii() or (_INVISIBLE.search(text) is None and _COMBINING.search(text) is None):
         return text
     chars = list(text)
     for m in reversed(list(_INVISIBLE.finditer(text))):
@@ -296,6 +337,10 @@ def _visible(text: str) -> str:
         before = chars[i - 1] if i > 0 else " "
         after = chars[i + 1] if i + 1 < len(chars) else " "
         chars[i] = after if before.isalnum() and after.isalnum() else " "
+    for m in _COMBINING.finditer(text):
+        i = m.start()
+        if i > 0 and chars[i - 1].isalpha():
+            chars[i] = chars[i - 1]
     return "".join(chars)
 
 

@@ -41,6 +41,7 @@ from tokenshapley_rag._segment import (
     _INVISIBLE,
     _NON_KEYWORDS,
     Keyword,
+    composed,
     find_keywords,
     is_rank_superlative,
     value_spans,
@@ -255,7 +256,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     >>> sorted(f.numbers), sorted(f.months), f.names
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
-    text = spell_numeric_dates(_INVISIBLE.sub("", text))
+    text = spell_numeric_dates(_INVISIBLE.sub("", composed(text)))
     pieces = word_pieces(text)  # CJK: characters and neighbour pairs
     words = [fold(w) for w in pieces]
     # Dotted initials are also the acronym they spell, wherever they stand ("The U.S.
@@ -482,7 +483,7 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
     >>> keyword_facts("Golden Gate Bridge's", "name").words
     ('golden', 'gate', 'bridge')
     """
-    text = _INVISIBLE.sub("", text)
+    text = _INVISIBLE.sub("", composed(text))
     if kind == "date":
         text = spell_numeric_dates(text)
     values = all_values(text) if kind in ("number", "date") else []
@@ -814,6 +815,7 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     >>> is_name("Acme's", [sentence_facts("What was Acme's revenue?")])
     True
     """
+    text = composed(text)
     if not text[:1].isupper() or " " in text:
         return False
     # A hyphenated name is two words of a source's name ("Ar-Pharazôn": "ar pharazon").
@@ -838,6 +840,7 @@ def opens_like_a_name(
     >>> opens_like_a_name("Rivers", rivers[:1], rivers)
     False
     """
+    text = composed(text)
     if not text[:1].isupper() or " " in text or not text.isalpha() or len(text) < 3:
         return False
     word = fold(text)
@@ -923,6 +926,7 @@ def keyword_status(
     claim_held: np.ndarray | None = None,
     neighbours: tuple[str, ...] = (),
     claim_size: int = 0,
+    is_subject: bool = False,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -984,6 +988,9 @@ def keyword_status(
     anchor source holds is contradicted by a sentence of the anchor that holds more of them
     than every sentence holding it and states another value of its kind
     (:func:`_worded_rival`: "The Eiffel Tower was completed in 1815.").
+
+    ``is_subject``: ``k`` is its claim's subject (checked against the documents holding the
+    most of the claim's other values).
 
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
@@ -1061,6 +1068,17 @@ def keyword_status(
         worded = _worded_rival(k, pool, held, facts, answer, claim_held)
         if worded >= 0:
             return "contradicted", np.zeros_like(held), worded
+    if held.any() and subject_sources is not None and k.kind == "name" and not is_subject and (
+        claim_held is not None and neighbours
+    ):
+        # A name only other documents hold (not the claim's subject: the predicate decides
+        # that, above) is contradicted by the subject's sentence that states more of the
+        # claim with another name in its place: "Franz Kafka was born in Klagenfurt on 3 July
+        # 1883." against "Franz Kafka was born in Prague on 3 July 1883.", when Klagenfurt is
+        # Robert Musil's birthplace.
+        placed = _placed_rival(k, pool, held, facts, answer, claim_held, claim_size, neighbours)
+        if placed >= 0:
+            return "contradicted", np.zeros_like(held), placed
     # A value no source holds is contradicted only by a sentence that states the claim: its
     # predicate at least ``agreement`` times the best of the pool's. Any sentence naming
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by

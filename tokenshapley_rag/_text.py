@@ -2,8 +2,9 @@
 
 One rule, applied the same way everywhere: a text must be a ``str`` of valid Unicode
 (no lone surrogates, which cannot be encoded, hashed for the cache or tokenized). Text is
-never rewritten (offsets into the caller's string stay exact); invisible characters are
-handled where words are read (``_segment._visible``, and the fact rule in ``_support``).
+never rewritten (offsets into the caller's string stay exact); invisible characters and the
+combining marks of decomposed text are handled where words are read (``_segment._visible``,
+and the fact rule in ``_support``, which compares words composed).
 """
 
 from __future__ import annotations
