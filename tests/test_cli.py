@@ -40,6 +40,16 @@ def test_attribute_prints_markdown_footnotes(cache_root, source_files, capsys):
     ]) == 0
     out = capsys.readouterr().out
     assert "1859[^" in out and "It was completed in 1859." in out
+    # the footnote names the file, not the source's position
+    assert '[^1]: bigben.txt: "' in out
+
+
+def test_attribute_refuses_an_empty_response_before_loading_the_model(source_files, monkeypatch, capsys):
+    import tokenshapley_rag.cli as cli
+
+    monkeypatch.setattr(cli, "_engine", lambda args: pytest.fail("the model was loaded for an empty response"))
+    assert main(["attribute", "--query", "q", "--source", *source_files, "--response", "  "]) == 2
+    assert "--response is empty" in capsys.readouterr().err
 
 
 def test_attribute_with_a_missing_source_file_exits_2(cache_root, tmp_path, capsys):

@@ -114,3 +114,26 @@ def test_a_decomposed_letter_stays_in_its_word():
 )
 def test_a_number_keeps_its_prefixed_unit(answer, number):
     assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [number]
+
+
+def test_markup_is_not_a_claim():
+    # a heading, a table's header row and HTML tags label the answer: no keyword of theirs is cited
+    answer = "## Facts\n\n| name | height |\n|---|---|\n| Eiffel Tower | 330 m |\n\nIt is in <b>Paris</b>.<br/>"
+    assert [k.text for k in find_keywords(answer) if k.citable] == ["Eiffel Tower", "330 m", "Paris"]
+    # a "#" inside a line and a table row with no separator under it are text
+    assert [k.text for k in find_keywords("It ranked #4 in 2020.\n| Lyon | 522,250 |") if k.citable] == [
+        "ranked", "#4", "2020", "Lyon", "522,250"]
+
+
+@pytest.mark.parametrize(
+    "answer, citable",
+    [
+        ("La tour Eiffel mesure 330 mètres et a été achevée en 1889.",
+         ["tour", "Eiffel", "mesure", "330", "mètres", "achevée", "1889"]),
+        ("Der Dom ist 157 Meter hoch und wurde 1880 vollendet.", ["Der Dom", "157", "Meter", "hoch", "1880", "vollendet"]),
+        # English words that are also foreign function words stay keywords; names keep their articles
+        ("His son will pour it on par with Los Angeles and La Paz.", ["son", "pour", "par", "Los Angeles", "La Paz"]),
+    ],
+)
+def test_foreign_function_words_are_not_keywords(answer, citable):
+    assert [k.text for k in find_keywords(answer) if k.citable] == citable

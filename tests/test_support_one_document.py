@@ -181,6 +181,9 @@ OTHER_ROWS = [
     # the other film's figure was supported
     ("How much did they gross?", "Inception grossed $701 million worldwide.", "$701 million", "contradicted", "film1"),
     ("How much did they gross?", "Inception grossed $837 million worldwide.", "$837 million", "supported", "film1"),
+    # ... and the film stands: its own page contradicts the figure (Interstellar's "It grossed
+    # $701 million" had flagged it too)
+    ("How much did they gross?", "Inception grossed $701 million worldwide.", "Inception", "supported", "film1"),
     ("How much did they gross?", "Interstellar grossed $701 million worldwide.", "$701 million", "supported", "film2"),
 ]
 
@@ -248,6 +251,11 @@ WRITER_SOURCES = [
     {"id": "geneva", "text": "Geneva has a population of 203,856."},
     {"id": "nice", "text": "The TGV from Paris to Nice leaves at 14:30 and arrives at 20:12."},
     {"id": "lyon", "text": "The TGV from Paris to Lyon leaves at 16:00 and arrives at 17:56."},
+    {"id": "eiffel", "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall."},
+    {"id": "wall", "text": (
+        "The Great Wall of China is a series of fortifications in northern China. It is more than 21,000 "
+        "kilometres long."
+    )},
 ]
 
 WRITER_ROWS = [
@@ -264,6 +272,9 @@ WRITER_ROWS = [
     ("", "The TGV from Paris to Nice leaves at 16:00 and arrives at 20:12.", "16:00", "contradicted", "nice"),
     ("", "The TGV from Paris to Nice leaves at 16:00 and arrives at 20:12.", "20:12", "supported", "nice"),
     ("", "The TGV from Paris to Lyon leaves at 16:00 and arrives at 17:56.", "16:00", "supported", "lyon"),
+    # another page's "It is 330 metres tall." was the Great Wall's height: its "It" is the tower
+    ("Tell me about these places.", "The Great Wall of China is 330 metres tall.", "Great Wall of China", "contradicted", "eiffel"),
+    ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall.", "330 metres", "supported", "eiffel"),
     # another prefix of the unit was the same value
     ("", "The wind farm has a capacity of 1,218 kW.", "1,218 kW", "contradicted", "plant"),
     ("", "The wind farm has a capacity of 1,218 megawatts.", "1,218 megawatts", "supported", "plant"),
@@ -278,6 +289,24 @@ WRITER_ROWS = [
 ]
 
 
+# Three elements' pages (a page writing "wrought-iron" would make "iron" a common word).
+ELEMENT_SOURCES = [
+    {"id": "iron", "text": "Iron is a chemical element with atomic number 26 and symbol Fe."},
+    {"id": "cobalt", "text": "Cobalt is a chemical element with atomic number 27 and symbol Co."},
+    {"id": "nickel", "text": "Nickel is a chemical element with atomic number 28 and symbol Ni."},
+]
+
+ELEMENT_ROWS = [
+    # asked in lower case, "Iron" was no name, so Nickel's 28 was supported; "cobalt", named
+    # by the question, is the second claim's subject
+    ("What is the atomic number of iron?", "Iron is a chemical element with atomic number 28.", "28", "contradicted", "iron"),
+    ("What is the atomic number of iron?", "Iron is a chemical element with atomic number 26.", "26", "supported", "iron"),
+    ("", "Iron is a chemical element with atomic number 28.", "Iron", "supported", "iron"),
+    ("", "Iron is a chemical element with atomic number 28.", "28", "contradicted", "iron"),
+    ("What are the atomic numbers of Iron and Cobalt?", "Iron has atomic number 26 and cobalt has atomic number 27.", "27", "supported", "cobalt"),
+]
+
+
 def test_citation_markers_are_not_keywords(attribute_once):
     res = attribute_once(WRITER_SOURCES, "", "Zürich has a population of 421,878 [1][2]. Geneva has 203,856 (source 2).")
     assert [c.text for c in res.citations] == ["Zürich", "population", "421,878", "Geneva", "203,856"]
@@ -288,7 +317,8 @@ def test_citation_markers_are_not_keywords(attribute_once):
     "sources, question, answer, keyword, status, source",
     [pytest.param(OTHER_SOURCES, *row, id=f"other-{i}") for i, row in enumerate(OTHER_ROWS)]
     + [pytest.param(PRODUCT_SOURCES, *row, id=f"product-{i}") for i, row in enumerate(PRODUCT_ROWS)]
-    + [pytest.param(WRITER_SOURCES, *row, id=f"writer-{i}") for i, row in enumerate(WRITER_ROWS)],
+    + [pytest.param(WRITER_SOURCES, *row, id=f"writer-{i}") for i, row in enumerate(WRITER_ROWS)]
+    + [pytest.param(ELEMENT_SOURCES, *row, id=f"element-{i}") for i, row in enumerate(ELEMENT_ROWS)],
 )
 def test_names_and_values_across_pages(keyword_status_of, sources, question, answer, keyword, status, source):
     keyword_status_of(sources, question, answer, keyword, status, source)

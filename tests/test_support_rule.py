@@ -769,6 +769,14 @@ def test_markdown_and_html_show_contradictions_and_verdicts():
     assert d["sentences"][0]["verdict"] == "contradicted"
 
 
+def test_markdown_markers_stay_out_of_inline_code():
+    support = SourceAttribution("bigben", 1.0, "It was completed in 1859.", 0, 25, 1)
+    answer = "Big Ben was completed in `1859`."
+    citations = [KeywordCitation("1859", 26, 30, (support,), supported=True, support=1.0, kind="date")]
+    res = AttributionResult("", answer, [], citations, {}, [], TokenScores.empty(), {}, [])
+    assert "Big Ben was completed in `1859`[^1]." in res.to_markdown()
+
+
 def test_name_variants_hold_each_other():
     # plural / singular words of a name, and an acronym with its expansion (both ways)
     facts = [sentence_facts("Marty Robbins sang A White Sport Coat."), sentence_facts("The Indian Premier League began in 2008.")]

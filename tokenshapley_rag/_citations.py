@@ -17,6 +17,7 @@ from tokenshapley_rag._context_game import context_weight_rows, span_games
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
+from tokenshapley_rag._names import fold
 from tokenshapley_rag._negation import negation_scopes
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
@@ -24,6 +25,7 @@ from tokenshapley_rag._sources import document_index
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
     PREDICATE_TOLERANCE,
+    PRONOUN_OPENER,
     VALUE_KINDS,
     WORD_ANCHOR_MINIMUM,
     SentenceFacts,
@@ -39,7 +41,9 @@ from tokenshapley_rag._support import (
     denied_by,
     sentence_facts,
     sentence_verdict,
+    source_topics,
     value_neighbours,
+    with_implied_subjects,
 )
 from tokenshapley_rag._text_search import SentenceTexts, span_words
 from tokenshapley_rag._timing import step
@@ -62,6 +66,7 @@ __all__ = [
     "fallback_citation",
     "keyword_statuses",
     "rank_sources",
+    "result_without_sources",
     "sentence_verdicts",
     "source_attribution",
 ]
@@ -117,11 +122,23 @@ def assemble_citations(
         # opens sentences with it).
         asked = [sentence_facts(query)] if query.strip() else []
         leads = [f for f, record in zip(facts, store.sentences) if record.sentence_index == 0]
+        positions = [r.sentence_index for r in store.sentences]
+        facts = with_implied_subjects(facts, [r.text for r in store.sentences], sentence_source.tolist(), positions)
+        topics = source_topics(facts, sentence_source.tolist(), positions)
+        sentence_topic = [topics.get(int(src), "") for src in sentence_source]
+        # A word is also a name, whatever case the answer writes it in, when the question
+        # names it alone ("What are the atomic numbers of Iron and Cobalt?" "... and cobalt
+        # has atomic number 27.": cobalt is the second claim's subject, not a word of the
+        # first), or when the sources write it only so, as a page's topic (`opens_like_a_name`:
+        # "What is the atomic number of iron?" "Iron is ... atomic number 28.", over pages
+        # opening "Iron is a chemical element ..." and "Nickel is ...").
+        asked_names = {name for f in asked for name in f.names}
         retyped = {
             r for r, (kw, _) in enumerate(cited)
             if kw.kind == "word" and (
                 is_name(kw.text, facts) or is_name(kw.text, asked)
-                or opens_like_a_name(kw.text, leads, facts, (response, query))
+                or opens_like_a_name(kw.text[:1].upper() + kw.text[1:], leads, facts)
+                or (kw.text[:1].islower() and fold(kw.text) in asked_names)
             )
         }
         cited = [
@@ -181,7 +198,7 @@ def assemble_citations(
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
-            keywords=keywords,
+            keywords=keywords, sentence_topic=sentence_topic,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -307,6 +324,7 @@ def keyword_statuses(
     question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
     *,
     keywords: Sequence[Keyword],
+    sentence_topic: Sequence[str] = (),
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -387,6 +405,15 @@ def keyword_statuses(
         else:
             own = sentence_facts(response[span[0] : span[1]])
             claim_facts[c] = dataclasses.replace(own, words=said[i].words, names=said[i].names)
+        s = subject.get(c)
+        if s is not None and kw_sentence[s] != i:
+            # A claim that goes on about an earlier sentence's subject ("It was completed in
+            # 1889 by Zorblat.") names it too: its page's "It ... was completed in 1889" states
+            # no other name.
+            name = kfacts[s].words
+            claim_facts[c] = dataclasses.replace(
+                claim_facts[c], words=claim_facts[c].words | frozenset(name), names=(*claim_facts[c].names, " ".join(name))
+            )
     # What stands beside each number, date and name in its answer sentence (value_neighbours),
     # read among all of the sentence's units, its stopwords too, as a source sentence's are (a
     # pronoun or a conjunction between breaks the link), with the cited keywords' kinds.
@@ -516,6 +543,22 @@ def keyword_statuses(
         statuses.append(status)
         allowed[r] = ok
         rivals.append(rival)
+    # A subject overturned while the page about it (its topic: the name opening the page)
+    # contradicts a value of its claim: the value is what is wrong ("Inception grossed $701
+    # million worldwide.": Inception's page says $837 million, and Interstellar's "It grossed
+    # $701 million ..." does not make the claim Interstellar's). The subject stands, cited
+    # where it is held. A page that only mentions it decides nothing ("Ar-Pharazôn forged the
+    # One Ring.", against Sauron's page).
+    for c, s in subject.items():
+        if statuses[s] != "contradicted" or not held[s].any() or not sentence_topic:
+            continue
+        name = " ".join(kfacts[s].words)
+        if any(
+            statuses[r] == "contradicted" and rivals[r] >= 0 and sentence_topic[rivals[r]] == name
+            for r in claim_members[c] if r != s and cited[r][0].kind in VALUE_KINDS
+        ):
+            statuses[s], rivals[s] = "supported", -1
+            allowed[s] = held[s] & ~denying[s] if (held[s] & ~denying[s]).any() else held[s]
     return statuses, allowed, rivals
 
 
@@ -692,7 +735,6 @@ def claim_spans(
     return spans
 
 
-PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # ", and" or ", or" between two items: a list's last item, or a new clause (keyword_statuses).
 CLAUSE_JOINER = re.compile(r"\s*,\s*(?:and|or)\s+(?:(?:the|a|an)\s+)?", re.IGNORECASE)
 # A comparison's second term is a claim of its own ("Acme, with 14,300 employees, is
@@ -711,6 +753,24 @@ def fallback_citation(
     holding sentence with the best own score (it holds the keyword's value)."""
     j = int(np.flatnonzero(allowed)[np.argmax(own[allowed])])
     return (source_attribution(sources, records[j], float(own[j]), keyword),)
+
+
+def result_without_sources(query: str, response: str, config: Mapping[str, Any] | None = None) -> AttributionResult:
+    """The result of an answer no source was retrieved for: every citable keyword of
+    ``response`` is ``unsupported`` (nothing supports it), and so is every sentence with one.
+    No model runs. An integration returns it when its retriever found nothing, so that an
+    answer written from memory is flagged rather than shown without citations.
+
+    >>> res = result_without_sources("When?", "Big Ben was completed in 1859.")
+    >>> [(c.text, c.status) for c in res.citations], [v.verdict for v in res.sentences]
+    ([('Big Ben', 'unsupported'), ('completed', 'unsupported'), ('1859', 'unsupported')], ['unsupported'])
+    """
+    citations = [
+        KeywordCitation(k.text, k.start, k.end, (), supported=False, status="unsupported", kind=k.kind)
+        for k in find_keywords(response) if k.citable
+    ]
+    verdicts = sentence_verdicts(response, split_sentences(response), citations)
+    return AttributionResult(query, response, [], citations, {}, [], TokenScores.empty(), dict(config or {}), verdicts)
 
 
 def sentence_verdicts(

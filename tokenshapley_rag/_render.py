@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ def _quote(text: str) -> str:
     return " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
 
 
+# Inline code, and a fenced block's fences with what they hold.
+_INLINE_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+
+
 def render_markdown(result: AttributionResult) -> str:
     """The answer with ``[^n]`` after each supported keyword (``n`` numbers its best source,
     labelled with its display name and page; the footnote quotes the cited sentences),
@@ -92,6 +97,10 @@ def render_markdown(result: AttributionResult) -> str:
             if same:
                 continue
         inserts.append((c.end, marker))
+    # A marker never goes inside inline code ("`1859`" -> "`1859`[^1]"), where it would show
+    # as code, not as a footnote.
+    code = [m.span() for m in _INLINE_CODE.finditer(text)]
+    inserts = [(next((b for a, b in code if a < at < b), at), marker) for at, marker in inserts]
     out = []
     pos = 0
     for at, marker in inserts:

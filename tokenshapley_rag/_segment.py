@@ -15,7 +15,7 @@ from dataclasses import dataclass
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
     "word_number_spans", "word_number_value", "spell_number", "rank_superlative_spans", "is_rank_superlative", "is_ordinal",
-    "STOPWORDS", "FILLERS", "CITATION_MARKER", "composed",
+    "STOPWORDS", "FILLERS", "FOREIGN_FUNCTION_WORDS", "CITATION_MARKER", "MARKUP", "composed",
 ]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
@@ -60,6 +60,18 @@ FILLERS = frozenset(
     coming letting becoming seeming additionally moreover furthermore finally ultimately whereas
     according e.g. i.e. nevertheless nonetheless hence meanwhile consequently afterwards similarly
     likewise""".split()
+)
+# Function words of French, German, Spanish, Italian and Portuguese, in lower case (an
+# answer in one of them has them in every sentence): stopwords when written so. Those that
+# are English words too ("die", "war", "will", "hat", "per", "pour", "son", "den", "os") and
+# single letters are left out, and a capitalised one opening a name is the name's ("La Paz",
+# "Los Angeles", "Der Spiegel").
+FOREIGN_FUNCTION_WORDS = frozenset(
+    """le la les un une des du de et en est sont été était dans sur avec qui que il ils elle
+    elles au aux ce cette ces sa ses leur leurs ne pas ou
+    der dem ein eine einen einem einer und ist sind wurde wurden von zu mit auf für aus nach
+    über auch nicht oder aber dass als wie im zum zur vom beim
+    el los las del por su sus es gli della delle di nel nella è sono das""".split()
 )
 _NON_KEYWORDS = STOPWORDS | FILLERS | frozenset(w.replace("'", "\u2019") for w in FILLERS if "'" in w)
 
@@ -274,10 +286,11 @@ def find_keywords(text: str) -> list[Keyword]:
             units.extend(_sentence_keywords(view, a, b))
         else:
             units.extend(_cjk_sentence_keywords(view, a, b))
-    markers = [m.span() for m in CITATION_MARKER.finditer(view)]
+    markers = [m.span() for pattern in (CITATION_MARKER, MARKUP) for m in pattern.finditer(view)]
     if markers:
-        # A generator's own citation marker ("[1]", "(source 2)") points at a source; it
-        # states nothing a source could hold, so its units are never cited.
+        # A generator's own citation marker ("[1]", "(source 2)") points at a source, and
+        # markup (a heading, a table's header, an HTML tag) labels the answer: neither
+        # states anything a source could hold, so their units are never cited.
         units = [
             Keyword(k.start, k.end, k.text, "stopword") if any(a <= k.start and k.end <= b for a, b in markers) else k
             for k in units
@@ -297,6 +310,16 @@ CITATION_MARKER = re.compile(
     rf"|\(\s*{_MARKER_LABEL}{_MARKER_NUMBERS}(?:\s*[,;]\s*{_MARKER_LABEL}{_MARKER_NUMBERS})*\s*\)"
     r"|\u3010\d{1,3}(?:\u2020[^\u3011]{0,40})?\u3011",
     re.IGNORECASE,
+)
+
+
+# Markup that labels an answer and claims nothing: a markdown heading line ("## Facts"), a
+# table's header row (the row above its "|---|" line) and an HTML tag ("<br>", "</b>").
+MARKUP = re.compile(
+    r"^[ \t]{0,3}#{1,6}[ \t][^\n]*"
+    r"|^[ \t]*\|[^\n]*\|[ \t]*(?=\n[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|)"
+    r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>",
+    re.MULTILINE,
 )
 
 
@@ -431,6 +454,11 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 piece = text[start:end]
             if not _has_space(piece) and piece.lower() in _NON_KEYWORDS and not _ACRONYM.fullmatch(piece):
                 kind = "stopword"
+            elif (
+                not _has_space(piece) and len(piece) > 1 and piece[1:].islower()
+                and piece.lower() in FOREIGN_FUNCTION_WORDS and _ALNUM.search(text, begin, start) is None
+            ):
+                kind = "stopword"  # "La tour Eiffel ...", "Il a ...": a function word opening its sentence
             elif _MONTH_ALONE.fullmatch(piece) and _month_is_date(text, begin, start):
                 kind = "date"  # "In August, ...": the name pattern took "In August"
             elif not _has_space(piece):
@@ -442,7 +470,7 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                     # "Sixty-two percent ...", "Fifteen people ...": a count ("Second, ..." is
                     # a discourse marker more often than a rank)
                     kind = "number"
-        elif kind == "word" and piece.lower() in _NON_KEYWORDS:
+        elif kind == "word" and (piece.lower() in _NON_KEYWORDS or piece in FOREIGN_FUNCTION_WORDS):
             kind = "stopword"
         elif kind == "word" and _CAMEL_NAME.fullmatch(piece):
             kind = "name"  # "iPhone", "eBay": a brand's capital inside the word

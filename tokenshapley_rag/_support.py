@@ -240,6 +240,11 @@ class SentenceFacts:
     # sentence, is a name (:func:`opens_like_a_name`: "Inception is a 2010 film ...").
     opening: str = ""
     lowercase: frozenset[str] = frozenset()
+    # The name a sentence opening with a personal pronoun stands for, when it is set
+    # (:func:`with_implied_subjects`): its source's topic, the first name of the source's
+    # first sentence ("It is 330 metres tall." on the Eiffel Tower's page). A sentence states
+    # it as another name (:func:`states_other_value`); it holds nothing by it.
+    implied: tuple[str, ...] = ()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -906,8 +911,56 @@ def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts)
         return bool(f.numbers - answer.numbers)
     if k.kind == "name":
         answer_words = answer.words
-        return any(not all(w in answer_words for w in name.split()) for name in f.names)
+        return any(not all(w in answer_words for w in name.split()) for name in f.names + f.implied)
     return False
+
+
+# A personal pronoun opening a sentence: the sentence goes on about a name said before it.
+PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+
+
+def _topic(lead: SentenceFacts) -> str:
+    """The name a source's first sentence is about: the name it opens with ("The Eiffel
+    Tower is ...": the opening "The" is a stopword), its capitalised opening word
+    ("Inception is a 2010 film directed by Christopher Nolan."), else its first name."""
+    opening = lead.opening if lead.opening and lead.opening not in _NON_KEYWORDS else ""
+    if lead.names and (not opening or lead.names[0].split()[0] == opening):
+        return lead.names[0]
+    return opening
+
+
+def source_topics(facts: Sequence[SentenceFacts], sources: Sequence[int], positions: Sequence[int]) -> dict[int, str]:
+    """Each source's topic (folded): the name its first sentence opens with, or its first
+    name (:func:`_topic`), for the sources whose first sentence has one.
+
+    >>> texts = ["The Eiffel Tower is in Paris.", "It is tall.", "Inception is a film by Christopher Nolan."]
+    >>> source_topics([sentence_facts(t) for t in texts], [0, 0, 1], [0, 1, 0])
+    {0: 'eiffel tower', 1: 'inception'}
+    """
+    return {src: t for f, src, at in zip(facts, sources, positions) if at == 0 and (t := _topic(f))}
+
+
+def with_implied_subjects(
+    facts: Sequence[SentenceFacts], texts: Sequence[str], sources: Sequence[int], positions: Sequence[int]
+) -> list[SentenceFacts]:
+    """``facts`` with :attr:`SentenceFacts.implied` set for each sentence that opens with a
+    personal pronoun (not its source's first): the first name of its source's first sentence,
+    the page's topic. ``texts``, ``sources`` and ``positions``: each sentence's text, source
+    and position in it. On the Eiffel Tower's page, "It is 330 metres tall." states the
+    tower's height: it is another name's sentence for "The Great Wall of China is 330 metres
+    tall.", as "The Eiffel Tower is 330 metres tall." would be.
+
+    >>> texts = ["The Eiffel Tower is in Paris.", "It is 330 metres tall."]
+    >>> [f.implied for f in with_implied_subjects([sentence_facts(t) for t in texts], texts, [0, 0], [0, 1])]
+    [(), ('eiffel tower',)]
+    """
+    topic = source_topics(facts, sources, positions)
+    return [
+        dataclasses.replace(f, implied=(topic[src],))
+        if at > 0 and src in topic and PRONOUN_OPENER.match(text) is not None and topic[src] not in f.names
+        else f
+        for f, text, src, at in zip(facts, texts, sources, positions)
+    ]
 
 
 def keyword_status(

@@ -103,9 +103,14 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise FileNotFoundError(f"--source {name!r} is not a file")
         text = decode_utf8(path.read_bytes(), f"--source {name!r}")
-        sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text))
+        # Footnotes name the file whatever the ids are (display_name reads "file_name").
+        sources.append(Source(id=path.name if args.ids_from_names else str(i), text=text, metadata={"file_name": path.name}))
     # Every input is read and checked before the model loads: bad text fails in a moment.
     query, response = _read_text_arg(args.query, "--query"), _read_text_arg(args.response, "--response")
+    if not response.strip():
+        from tokenshapley_rag.errors import EmptyTextError
+
+        raise EmptyTextError("--response is empty or only whitespace: there is nothing to attribute")
     if server:
         from tokenshapley_rag._client import service_url
 

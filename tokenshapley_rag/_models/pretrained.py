@@ -8,8 +8,10 @@ or :class:`~tokenshapley_rag.errors.ModelNotFoundError` with a one-line reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,22 @@ def load_from_hub(spec: str, cache: Path, dtype: torch.dtype) -> tuple[Any, Any,
     return lm, tok, snapshot, spec, directory_fingerprint(snapshot, cache)
 
 
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """transformers' progress bars off while a model loads ("Loading weights: 100%" on every
+    ``TokenShapley()``, a second after the library's own status line), then as they were."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    if shown:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def from_pretrained(
     source: Path | str, dtype: torch.dtype, *, name: str, local_only: bool = True
 ) -> tuple[Any, Any]:
@@ -128,7 +146,7 @@ def from_pretrained(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        with CONSTRUCTION_LOCK:
+        with CONSTRUCTION_LOCK, quiet_progress_bars():
             lm, info = AutoModelForCausalLM.from_pretrained(
                 source, dtype=dtype, local_files_only=local_only, output_loading_info=True
             )

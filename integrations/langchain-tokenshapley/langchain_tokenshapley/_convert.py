@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from tokenshapley_rag import AttributionResult, KeywordCitation, SentenceVerdict, Source, TokenShapley
+from tokenshapley_rag._citations import result_without_sources
 from tokenshapley_rag._sources import document_name
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
@@ -156,12 +157,21 @@ def attribute_documents(
     """Attribute ``answer`` to ``documents`` and return the citation dicts and the core result.
 
     ``attributor`` returns the ``TokenShapley`` to use; it is only called when there is
-    something to attribute, so an empty answer or no citable document gives ``([], None)``
-    without loading a model.
+    something to attribute, so an empty answer gives ``([], None)`` without loading a model.
+    An answer with no document that has text (the retriever found nothing) has every keyword
+    ``unsupported``: nothing was retrieved that supports it (no model runs either).
     """
     sources, by_id = documents_to_sources(documents, key)
-    if not sources or not answer.strip():
+    if not answer.strip():
         return [], None
+    if not sources:
+        result = result_without_sources(query, answer)
+        citations = [
+            citation_to_dict(c, by_id, next((v for v in result.sentences if v.start <= c.start < v.end), None))
+            for c in result.citations
+            if not supported_only
+        ]
+        return citations, result
     tokenshapley = attributor()
     # TokenShapley is safe to share between threads (batch runs callbacks in a pool).
     result = tokenshapley.attribute(query=query, sources=sources, response=answer)

@@ -141,7 +141,8 @@ class TokenShapleyCallbackHandler(BaseCallbackHandler):
     def results_by_run(self) -> dict[UUID, AttributionResult]:
         """Full core results by root run id (for ``to_markdown()`` / ``to_html()``); a snapshot.
 
-        Runs with nothing to attribute (no documents, empty answer) have citations but no result.
+        A run whose answer is empty has no result; one whose retriever found no document with
+        text has a result with every keyword ``unsupported``.
         """
         with self._lock:
             return dict(self._results)

@@ -44,7 +44,8 @@ class TokenShapleyCitations(RunnableSerializable[dict[str, Any], list[dict[str, 
     - ``supported``: whether some source sentence gives the keyword positive evidence.
 
     ``doc_id``, ``metadata``, ``score`` and the sentence fields are None when no document
-    supports the keyword. An empty answer or a context without text gives ``[]``.
+    supports the keyword. An empty answer gives ``[]``; a context without text (the retriever
+    found nothing) gives every keyword of the answer as ``unsupported``.
 
     Attribution runs on CPU in about 0.5 to 2 seconds per answer. ``ainvoke`` and ``batch``
     use LangChain's defaults (a thread pool); calls on one ``TokenShapley`` are serialized.
@@ -140,7 +141,8 @@ class TokenShapleyCitations(RunnableSerializable[dict[str, Any], list[dict[str, 
             input: The chain dict, as for :meth:`invoke`.
 
         Returns:
-            The ``AttributionResult``, or None when the answer is empty or no document has text.
+            The ``AttributionResult`` (every keyword ``unsupported`` when no document has
+            text), or None when the answer is empty.
         """
         query, documents, answer = self._parse(input)
         _, result = attribute_documents(self._attributor, query, documents, answer, key=self.context_key)

@@ -184,14 +184,16 @@ def test_runs_without_retriever_or_llm_are_ignored():
     assert_clean(h)
 
 
-def test_empty_retrieval_gives_empty_citations_without_model_call():
+def test_empty_retrieval_flags_the_answer_without_model_call():
+    # nothing retrieved supports an answer written from memory: every keyword is unsupported
     core = RecordingCore()
     h = TokenShapleyCallbackHandler(core)
     root = uuid4()
-    rag_run(h, root, "q", [], "An answer.", chat=True)
+    rag_run(h, root, "q", [], "Paris had 2,102,650 people.", chat=True)
     assert core.calls == []
-    assert h.citations_by_run == {root: []}
-    assert h.results_by_run == {}
+    assert [(c["text"], c["status"], c["doc_id"]) for c in h.citations_by_run[root]] == [
+        ("Paris", "unsupported", None), ("2,102,650", "unsupported", None), ("people", "unsupported", None)]
+    assert [v.verdict for v in h.results_by_run[root].sentences] == ["unsupported"]
 
 
 def test_handler_attached_below_the_root_keys_by_topmost_run_seen():

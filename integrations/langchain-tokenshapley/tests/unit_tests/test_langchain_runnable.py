@@ -180,16 +180,25 @@ def test_custom_keys(lazy):
 @pytest.mark.parametrize(
     "value",
     [
-        {"input": "q", "context": [], "answer": "Paris is the capital."},
-        {"input": "q", "context": [Document(page_content="  \n")], "answer": "Paris is the capital."},
         {"input": "q", "context": [DOC], "answer": "   "},
         {"input": "q", "context": [DOC], "answer": AIMessage(content=[])},
     ],
-    ids=["no-documents", "blank-document", "blank-answer", "empty-message"],
+    ids=["blank-answer", "empty-message"],
 )
 def test_nothing_to_attribute_gives_empty_list(lazy, value):
     assert lazy.invoke(value) == []
     assert lazy.attribute(value) is None
+
+
+@pytest.mark.parametrize(
+    "context", [[], [Document(page_content="  \n")]], ids=["no-documents", "blank-document"],
+)
+def test_an_answer_with_nothing_retrieved_is_unsupported(lazy, context):
+    # no model loads: the keywords are found, and nothing supports them
+    value = {"input": "q", "context": context, "answer": "Paris is the capital."}
+    assert [(c["text"], c["status"], c["doc_id"]) for c in lazy.invoke(value)] == [
+        ("Paris", "unsupported", None), ("capital", "unsupported", None)]
+    assert [v.verdict for v in lazy.attribute(value).sentences] == ["unsupported"]
 
 
 def test_given_tokenshapley_is_used_and_not_serialized(ts):
