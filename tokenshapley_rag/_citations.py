@@ -122,10 +122,12 @@ def assemble_citations(
         # opens sentences with it).
         asked = [sentence_facts(query)] if query.strip() else []
         leads = [f for f, record in zip(facts, store.sentences) if record.sentence_index == 0]
+        # A source sentence opening with a pronoun stands for its page's topic.
         positions = [r.sentence_index for r in store.sentences]
-        facts = with_implied_subjects(facts, [r.text for r in store.sentences], sentence_source.tolist(), positions)
-        topics = source_topics(facts, sentence_source.tolist(), positions)
-        sentence_topic = [topics.get(int(src), "") for src in sentence_source]
+        sources_of = sentence_source.tolist()
+        topics = source_topics(facts, sources_of, positions)
+        facts = with_implied_subjects(facts, [r.text for r in store.sentences], sources_of, positions, topics)
+        sentence_topic = [topics.get(src, "") for src in sources_of]
         # A word is also a name, whatever case the answer writes it in, when the question
         # names it alone ("What are the atomic numbers of Iron and Cobalt?" "... and cobalt
         # has atomic number 27.": cobalt is the second claim's subject, not a word of the
