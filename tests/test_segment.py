@@ -120,6 +120,9 @@ def test_markup_is_not_a_claim():
     # a heading, a table's header row and HTML tags label the answer: no keyword of theirs is cited
     answer = "## Facts\n\n| name | height |\n|---|---|\n| Eiffel Tower | 330 m |\n\nIt is in <b>Paris</b>.<br/>"
     assert [k.text for k in find_keywords(answer) if k.citable] == ["Eiffel Tower", "330 m", "Paris"]
+    # a source's heading names its topic: read with skip_markup=False (sentence_facts does)
+    assert [k.text for k in find_keywords("# Acme Corp\n\nIts revenue rose.", skip_markup=False) if k.citable] == [
+        "Acme Corp", "revenue", "rose"]
     # a "#" inside a line and a table row with no separator under it are text
     assert [k.text for k in find_keywords("It ranked #4 in 2020.\n| Lyon | 522,250 |") if k.citable] == [
         "ranked", "#4", "2020", "Lyon", "522,250"]

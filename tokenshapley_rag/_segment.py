@@ -258,7 +258,7 @@ def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]
         out.append((start, end))
 
 
-def find_keywords(text: str) -> list[Keyword]:
+def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     """Segment an answer into keyword units (dates, numbers with units, names, words).
 
     Units never cross a sentence boundary (:func:`split_sentences`): each sentence is
@@ -268,7 +268,10 @@ def find_keywords(text: str) -> list[Keyword]:
     (docs/method.md §8 lists the cases). A capitalised stopword that opens a
     name ("The", "In") is split off as its own stopword unit unless the whole run is a
     single word. Stopwords and fillers (:data:`STOPWORDS`, :data:`FILLERS`) get kind
-    ``"stopword"``: they are attributed but never cited.
+    ``"stopword"``: they are attributed but never cited, and so are the units of a citation
+    marker (:data:`CITATION_MARKER`) and, with ``skip_markup`` (an answer's text), of markup
+    that labels it (:data:`MARKUP`: a heading, a table's header row, an HTML tag); a source's
+    text is read with ``skip_markup=False``, since its heading names its topic.
 
     Examples
     --------
@@ -286,7 +289,8 @@ def find_keywords(text: str) -> list[Keyword]:
             units.extend(_sentence_keywords(view, a, b))
         else:
             units.extend(_cjk_sentence_keywords(view, a, b))
-    markers = [m.span() for pattern in (CITATION_MARKER, MARKUP) for m in pattern.finditer(view)]
+    patterns = (CITATION_MARKER, MARKUP) if skip_markup else (CITATION_MARKER,)
+    markers = [m.span() for pattern in patterns for m in pattern.finditer(view)]
     if markers:
         # A generator's own citation marker ("[1]", "(source 2)") points at a source, and
         # markup (a heading, a table's header, an HTML tag) labels the answer: neither

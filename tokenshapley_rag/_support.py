@@ -268,7 +268,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     # Army" holds "US").
     dotted = [fold(m.group().replace(".", "")) for m in DOTTED_INITIALS.finditer(text) if m.group().isupper()]
     words += dotted
-    keywords = find_keywords(text)
+    keywords = find_keywords(text, skip_markup=False)  # a source's heading names its topic
     names = tuple(" ".join(name_words(k.text)) for k in keywords if k.kind == "name" and name_words(k.text))
     values = all_values(text)
     return SentenceFacts(
