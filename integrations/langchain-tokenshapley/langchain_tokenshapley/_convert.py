@@ -166,10 +166,9 @@ def attribute_documents(
         return [], None
     if not sources:
         result = result_without_sources(query, answer)
-        citations = [
+        citations = [] if supported_only else [
             citation_to_dict(c, by_id, next((v for v in result.sentences if v.start <= c.start < v.end), None))
             for c in result.citations
-            if not supported_only
         ]
         return citations, result
     tokenshapley = attributor()
