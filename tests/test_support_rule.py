@@ -328,7 +328,8 @@ def test_a_word_the_sources_write_only_capitalised_opening_their_first_sentence_
     leads = facts[:1]
     assert opens_like_a_name("Inception", leads, facts)
     assert not opens_like_a_name("It", facts, facts)  # a stopword
-    assert not opens_like_a_name("Inception", leads, facts, ["The inception of the project."])  # in lower case
+    assert not opens_like_a_name("Inception", leads, facts + [sentence_facts("The inception of the project.")])  # in lower case
+    assert opens_like_a_name("inception", leads, facts)  # the answer's own case does not matter
     rivers = [sentence_facts("Rivers flow."), sentence_facts("Two rivers meet.")]
     assert not opens_like_a_name("Rivers", rivers[:1], rivers)
     assert not opens_like_a_name("Grossed", leads, facts)  # no source opens with it

@@ -139,7 +139,7 @@ def assemble_citations(
             r for r, (kw, _) in enumerate(cited)
             if kw.kind == "word" and (
                 is_name(kw.text, facts) or is_name(kw.text, asked)
-                or opens_like_a_name(kw.text[:1].upper() + kw.text[1:], leads, facts)
+                or opens_like_a_name(kw.text, leads, facts)
                 or (kw.text[:1].islower() and fold(kw.text) in asked_names)
             )
         }

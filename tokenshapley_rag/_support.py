@@ -828,32 +828,31 @@ def is_name(text: str, facts: list[SentenceFacts]) -> bool:
     return bool(words) and any(f" {words} " in f" {name} " for f in facts for name in f.names)
 
 
-def opens_like_a_name(
-    text: str, leads: Sequence[SentenceFacts], facts: Sequence[SentenceFacts], others: Sequence[str] = ()
-) -> bool:
-    """Whether a capitalised word opening an answer sentence is a name because the sources
-    write it only so, as their topic: a source's first sentence opens with it (``leads``: the
-    sources' first sentences), and no source sentence (``facts``), nor any of ``others`` (the
-    answer and the question), writes it in lower case ("Inception is a 2010 film ...":
-    "Inception grossed $701 million" is about that film). A stopword or a filler never is, nor
-    a word that only opens later sentences ("Together with Otto Hahn she discovered ...").
+def opens_like_a_name(text: str, leads: Sequence[SentenceFacts], facts: Sequence[SentenceFacts]) -> bool:
+    """Whether a word of the answer is a name because the sources write it only so, as their
+    topic: a source's first sentence opens with it (``leads``: the sources' first sentences),
+    and no source sentence (``facts``) writes it in lower case ("Inception is a 2010 film ...":
+    "Inception grossed $701 million" is about that film). How the answer or the question
+    writes it does not matter ("What is the atomic number of iron?"). A stopword or a filler
+    never is, nor a word that only opens later sentences ("Together with Otto Hahn she
+    discovered ...").
 
     >>> facts = [sentence_facts("Inception is a 2010 film."), sentence_facts("It grossed $837 million.")]
-    >>> opens_like_a_name("Inception", facts[:1], facts), opens_like_a_name("It", facts, facts)
-    (True, False)
+    >>> opens_like_a_name("Inception", facts[:1], facts), opens_like_a_name("inception", facts[:1], facts)
+    (True, True)
+    >>> opens_like_a_name("It", facts, facts)
+    False
     >>> rivers = [sentence_facts("Rivers flow."), sentence_facts("The rivers are long.")]
     >>> opens_like_a_name("Rivers", rivers[:1], rivers)
     False
     """
     text = composed(text)
-    if not text[:1].isupper() or " " in text or not text.isalpha() or len(text) < 3:
+    if " " in text or not text.isalpha() or len(text) < 3:
         return False
     word = fold(text)
     if word in _NON_KEYWORDS or not any(f.opening == word for f in leads):
         return False
-    if any(word in f.lowercase for f in facts):
-        return False
-    return not any(fold(w) == word for other in others for w in _WORD.findall(other) if w[:1].islower())
+    return not any(word in f.lowercase for f in facts)
 
 
 def asked_facts(query: str, facts: Sequence[SentenceFacts]) -> list[KeywordFacts]:

@@ -198,16 +198,12 @@ class TokenShapleyAttributor:
             if self.evidence == "question-sentence-game" and query.strip():
                 # The claim a sentence makes is read with its question: the game's query is the
                 # embedding of the question and the answer together, its words those of both.
-                claims = [f"{query.strip()} {part}" for part in parts]
-                claim = self._embed([f"{query.strip()} {response}".strip()])
-                game = sentence_game_values(
-                    claims, np.repeat(claim, len(claims), axis=0), [u.text for u in sentences],
-                    self._embed([u.text for u in sentences]),
-                )
+                parts = [f"{query.strip()} {part}" for part in parts]
+                queries = np.repeat(self._embed([f"{query.strip()} {response}".strip()]), len(parts), axis=0)
             else:
-                game = sentence_game_values(
-                    parts, self._embed(parts), [u.text for u in sentences], self._embed([u.text for u in sentences])
-                )
+                queries = self._embed(parts)
+            texts = [u.text for u in sentences]
+            game = sentence_game_values(parts, queries, texts, self._embed(texts))
             scores = evidence_scores(
                 scores, game, [u.source_index for u in sentences], weight=self.evidence_weight, passage=self.evidence_passage
             )

@@ -164,16 +164,11 @@ def attribute_documents(
     sources, by_id = documents_to_sources(documents, key)
     if not answer.strip():
         return [], None
-    if not sources:
+    if sources:
+        # TokenShapley is safe to share between threads (batch runs callbacks in a pool).
+        result = attributor().attribute(query=query, sources=sources, response=answer)
+    else:
         result = result_without_sources(query, answer)
-        citations = [] if supported_only else [
-            citation_to_dict(c, by_id, next((v for v in result.sentences if v.start <= c.start < v.end), None))
-            for c in result.citations
-        ]
-        return citations, result
-    tokenshapley = attributor()
-    # TokenShapley is safe to share between threads (batch runs callbacks in a pool).
-    result = tokenshapley.attribute(query=query, sources=sources, response=answer)
     citations = [
         citation_to_dict(c, by_id, next((v for v in result.sentences if v.start <= c.start < v.end), None))
         for c in result.citations
