@@ -116,6 +116,22 @@ def test_a_number_keeps_its_prefixed_unit(answer, number):
     assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [number]
 
 
+def _every_unit_the_match_rule_converts() -> list[str]:
+    from tokenshapley_rag import _units
+
+    tables = (_units.LENGTH, _units.MASS, _units.VOLUME, _units.AREA, _units.SPEED, _units.TEMPERATURE, _units.CURRENCIES)
+    names = {u for table in tables for group in table for u in group} | set(_units.CASED_UNIT_SIZES) | set(_units.PERCENT)
+    return sorted(u for u in names if any(ch.isalpha() for ch in u))
+
+
+@pytest.mark.parametrize("unit", _every_unit_the_match_rule_converts())
+def test_a_number_keeps_every_unit_the_match_rule_converts(unit):
+    # one list of units for both: "75 Wh", "12 square kilometre", "40 metric tons" and "12 pct"
+    # were split from their number, so a wrong unit was never compared
+    answer = f"It measured 12 {unit} in all."
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [f"12 {unit}"]
+
+
 def test_markup_is_not_a_claim():
     # a heading, a table's header row and HTML tags label the answer: no keyword of theirs is cited
     answer = "## Facts\n\n| name | height |\n|---|---|\n| Eiffel Tower | 330 m |\n\nIt is in <b>Paris</b>.<br/>"

@@ -394,6 +394,12 @@ def test_a_count_in_words_opening_a_sentence_is_a_number():
         ("It travels at 343 km/s.", "343 km/s", "Sound travels at 343 m/s in air.", False),
         ("It runs at 2.4 GHz.", "2.4 GHz", "The chip runs at 2.4 MHz.", False),
         ("It has 100 Mbps.", "100 Mbps", "The line has 100 Mbit/s.", True),
+        # units the segmenter once split from their number (one list of units now: _units)
+        ("It stores 75 Wh.", "75 Wh", "The battery stores 75 kWh.", False),
+        ("It covers 12 square kilometre.", "12 square kilometre", "The park covers 12 square kilometres.", True),
+        ("It made 40 million metric tons.", "40 million metric tons", "It made 40 million tonnes.", True),
+        ("Sales grew 12 pct.", "12 pct", "Sales grew 12%.", True),
+        ("It runs at 3 THz.", "3 THz", "The chip runs at 3 GHz.", False),
     ],
 )
 def test_a_measurement_is_held_in_another_unit(answer, keyword, sentence, expected):
@@ -901,3 +907,12 @@ def test_the_match_rule_reads_any_text_without_an_error(pieces, gaps):
         if k.citable:
             hedge = (ranges.get(k.start) or number_hedge(text, k.start)) if k.kind == "number" else ""
             holding_mask(keyword_facts(k.text, k.kind, hedge), facts, np.array([0, 1]))
+
+
+def test_the_same_number_in_another_unit_states_another_value():
+    # "75 Wh" against "75 kWh" was unsupported: the sentence held the number 75, so it stated no other
+    answer = "The battery stores 75 Wh."
+    k = keyword_facts("75 Wh", "number")
+    assert states_other_value(k, sentence_facts("The battery stores 75 kWh."), sentence_facts(answer))
+    assert not states_other_value(k, sentence_facts("The battery weighs 75 kg."), sentence_facts(answer))
+    assert not states_other_value(k, sentence_facts("The battery stores 0.075 kWh."), sentence_facts("It stores 0.075 kWh, or 75 Wh."))

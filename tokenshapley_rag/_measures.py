@@ -13,137 +13,27 @@ import math
 import re
 from decimal import Decimal
 
-from tokenshapley_rag._segment import CURRENCY_CODES, number_value
+from tokenshapley_rag._segment import number_value
+from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES
 from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
 __all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
 
 
-# Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
-# its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
-# second, kelvin) and its zero there (temperature only). Units whose reading depends on
-# context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
-# without a scale, "L" and "l" (a letter).
-_LENGTH = {
-    ("nm", "nanometre", "nanometres", "nanometer", "nanometers"): 1e-9,
-    ("µm", "μm", "micrometre", "micrometres", "micrometer", "micrometers", "micron", "microns"): 1e-6,
-    ("mm", "millimetre", "millimetres", "millimeter", "millimeters"): 0.001,
-    ("cm", "centimetre", "centimetres", "centimeter", "centimeters"): 0.01,
-    ("m", "metre", "metres", "meter", "meters"): 1.0,
-    ("km", "kilometre", "kilometres", "kilometer", "kilometers"): 1000.0,
-    ("inch", "inches"): 0.0254,
-    ("ft", "foot", "feet"): 0.3048,
-    ("yd", "yard", "yards"): 0.9144,
-    ("mi", "mile", "miles"): 1609.344,
-}
-_MASS = {
-    ("µg", "μg", "mcg", "ug", "microgram", "micrograms"): 1e-9,
-    ("ng", "nanogram", "nanograms"): 1e-12,
-    ("mg", "milligram", "milligrams"): 1e-6,
-    ("g", "gram", "grams", "gramme", "grammes"): 0.001,
-    ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
-    ("tonne", "tonnes", "metric ton", "metric tons"): 1000.0,
-    ("lb", "lbs", "pound", "pounds"): 0.45359237,
-    ("oz", "ounce", "ounces"): 0.028349523125,
-}
-_VOLUME = {
-    ("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"): 0.001,
-    ("litre", "litres", "liter", "liters"): 1.0,
-    ("gallon", "gallons"): 3.785411784,
-}
-_AREA = {
-    ("m²", "m2", "square metre", "square metres", "square meter", "square meters", "sq m"): 1.0,
-    ("km²", "km2", "square kilometre", "square kilometres", "square kilometer", "square kilometers", "sq km"): 1e6,
-    ("ha", "hectare", "hectares"): 1e4,
-    ("acre", "acres"): 4046.8564224,
-    ("sq mi", "square mile", "square miles"): 2589988.110336,
-}
-_SPEED = {
-    ("km/h", "kph", "kilometres per hour", "kilometers per hour"): 1 / 3.6,
-    ("mph", "miles per hour"): 0.44704,
-    ("m/s", "metres per second", "meters per second"): 1.0,
-    ("km/s", "kilometres per second", "kilometers per second"): 1000.0,
-}
-# Units whose prefix is told apart by its case ("MW" megawatts, "mW" milliwatts; "MB"
-# megabytes, "Mb" megabits): read as written, with their spelled-out names. A number with
-# another prefix of the same unit is another measurement ("1,218 kW" is not "1,218 MW").
-_SI_PREFIXES = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_SI_NAMES = {"m": "milli", "": "", "k": "kilo", "M": "mega", "G": "giga", "T": "tera"}
-_PREFIXED = (
-    # dimension, symbol, name, the prefixes written with it, the size of the unprefixed unit
-    ("power", "W", "watt", "mkMGT", 1.0),
-    ("energy", "Wh", "watt-hour", "kMGT", 1.0),
-    ("frequency", "Hz", "hertz", "kMGT", 1.0),
-    ("voltage", "V", "volt", "mk", 1.0),
-    ("data", "B", "byte", "kMGT", 1.0),
-    ("data", "b", "bit", "kMGT", 0.125),  # a bit is an eighth of a byte: "128 Gb" is 16 GB
-    ("bitrate", "bps", "bit per second", "kMGT", 1.0),
-)
-
-
-def _cased_unit_sizes() -> dict[str, tuple[str, float, float]]:
-    """Each prefixed unit of :data:`_PREFIXED` as written ("MW", "Mb", "kbit/s") and spelled
-    out ("megawatt", "megawatts", "megabits per second"): its dimension, size and zero."""
-    sizes: dict[str, tuple[str, float, float]] = {}
-    for dimension, symbol, name, prefixes, base in _PREFIXED:
-        for prefix in ["", *prefixes]:
-            unit = (dimension, base * _SI_PREFIXES[prefix], 0.0)
-            if prefix or symbol not in ("b", "B"):  # a bare "B" or "b" is a letter ("Plan B")
-                sizes[prefix + symbol] = unit
-            if prefix == "k" and symbol == "B":
-                sizes["KB"] = unit
-            if symbol == "bps" and prefix:
-                sizes[f"{prefix}bit/s"] = unit
-            spelled = _SI_NAMES[prefix] + name
-            sizes[spelled] = unit
-            if not spelled.endswith("z"):  # "hertz" is its own plural
-                sizes[spelled.replace(" per", "s per") if " per" in spelled else spelled + "s"] = unit
-    return sizes
-
-
-_CASED_UNIT_SIZES = _cased_unit_sizes()
-_PERCENT = ("%", "percent", "per cent", "pct")
-_TEMPERATURE = {
-    ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
-    ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
-}
-# Money: each currency is a unit of its own dimension that is never converted (rates
-# change), so the same number in another currency is another amount. A dollar is any
-# dollar, and "¥" (yen or yuan) and "pounds" (a mass too) name no currency here.
-_CURRENCIES = {
-    ("$", "dollar", "dollars", "usd", "aud", "cad"): 1.0,
-    ("€", "euro", "euros", "eur"): 2.0,
-    ("£", "gbp", "sterling", "pounds sterling"): 3.0,
-    ("yen", "jpy"): 4.0,
-    ("yuan", "renminbi", "cny", "rmb"): 5.0,
-    ("₹", "rupee", "rupees", "inr"): 6.0,
-    ("franc", "francs", "chf"): 7.0,
-}
-_CURRENCY_OF = {u: size for names, size in _CURRENCIES.items() for u in names}
-_SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b)\s?-?$")
-_UNIT_SIZES: dict[str, tuple[str, float, float]] = {
-    **{u.casefold(): ("length", size, 0.0) for names, size in _LENGTH.items() for u in names},
-    **{u.casefold(): ("mass", size, 0.0) for names, size in _MASS.items() for u in names},
-    **{u.casefold(): ("volume", size, 0.0) for names, size in _VOLUME.items() for u in names},
-    **{u.casefold(): ("area", size, 0.0) for names, size in _AREA.items() for u in names},
-    **{u.casefold(): ("speed", size, 0.0) for names, size in _SPEED.items() for u in names},
-    **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in _TEMPERATURE.items() for u in names},
-    **{u: ("money", size, 0.0) for u, size in _CURRENCY_OF.items() if u.isalpha() or " " in u},
-    **{u: ("percent", 1.0, 0.0) for u in _PERCENT},
-}
 # The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
 # tower") between them, the longest unit first; no letter, digit or slash may follow ("km"
 # is not read from "km/l").
 _SCALED = r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
+_SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b)\s?-?$")
 _UNIT_AFTER = re.compile(
     _SCALED + r"[ \u00a0\u202f-]?("
-    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_UNIT_SIZES, key=len, reverse=True))
+    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(UNIT_SIZES, key=len, reverse=True))
     + r")(?![\w°²/])",
     re.IGNORECASE,
 )
 _CASED_UNIT_AFTER = re.compile(
     _SCALED + r"[ \u00a0\u202f-]?("
-    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(_CASED_UNIT_SIZES, key=len, reverse=True))
+    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(CASED_UNIT_SIZES, key=len, reverse=True))
     + r")(?![\w°²/])"
 )
 
@@ -181,13 +71,13 @@ def measures(
             continue
         unit = _CASED_UNIT_AFTER.match(text, b)
         if unit is not None:
-            unit_size = _CASED_UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)))
+            unit_size = CASED_UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)))
         else:
             unit = _UNIT_AFTER.match(text, b)
             # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
-            unit_size = _UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
+            unit_size = UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
         sign = _SIGN_BEFORE.search(text, max(0, a - 5), a)
-        currency = _CURRENCY_OF.get(sign.group(1).casefold()) if sign is not None else None
+        currency = CURRENCY_OF.get(sign.group(1).casefold()) if sign is not None else None
         if currency is not None:  # "$4.2 billion", "€45.50": the sign is the unit
             dimension, size, zero, end = "money", currency, 0.0, b
             if unit_size is not None and unit_size[0] == "money":

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from tokenshapley_rag._units import CURRENCY_CODES, unit_names_pattern
+
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
     "word_number_spans", "word_number_value", "spell_number", "rank_superlative_spans", "is_rank_superlative", "is_ordinal",
@@ -113,26 +115,20 @@ _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 # A sign, or the word "minus" before a number that does not follow one ("minus 12.5 °C"; "5
 # minus 3" is a sum).
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d)|(?<!\d\s)\b[Mm]inus\s(?=\d))?"
-# Currency codes a number may carry ("EUR 45.50", "12 USD"); the measurement rule reads them too.
-CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")
 # A currency sign, or a currency code before the amount ("EUR 45.50", "US$ 12", "A$12").
 _CURRENCY_CODE = rf"(?:{'|'.join(CURRENCY_CODES)})\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
 _CURRENCY = rf"(?:[$€£¥₹]\s?|#|{_CURRENCY_CODE})"
 # A scale word, or its abbreviation ("$4.2bn", "3 mln"); a capital K, M or B glued to the
 # digits ("$500M", "3.5B", "50k") is one too.
 _MULTIPLIER = r"(?:\s?(?:million|billion|trillion|thousand|hundred|bn|tn|mn|mln|bln)(?!\w)|(?<=\d)[kKMB](?!\w))"
+# The units a number keeps: every unit the match rule converts (:mod:`tokenshapley_rag._units`,
+# as written), then those it keeps without converting them: durations, clock times, degrees
+# without a scale, tons (short or metric), and spellings the tables do not list.
 _UNIT_WORD = (
-    r"(?:percent|per cent|km/h|kph|mph|m/s|km²|m²|km2|m2|sq\s?(?:km|mi|m)|square\s+(?:kilomet(?:er|re)s|met(?:er|re)s|miles)|"
-    r"km|(?:kilo|centi|milli)?met(?:er|re)s?|m|cm|mm|nm|µm|μm|miles?|mi|feet|foot|ft|"
-    r"inch(?:es)?|yards?|yd|acres?|hectares?|ha|kg|g|mg|µg|μg|mcg|ug|ng|(?:kilo|milli|micro|nano)?gram(?:me)?s?|kilos?|lbs?|"
-    r"pounds?|ounces?|oz|km/s|microns?|(?:micro|nano)met(?:er|re)s?|"
-    r"(?:kilo|mega|giga|tera)watt-?hours?|[mkMGT]?W|(?:milli|kilo|mega|giga|tera)?watts?|(?:kilo|mega|giga|tera)?hertz|"
-    r"[kMGT]b|[kMGT]bps|[kMGT]bit/s|kB|(?:kilo|mega|giga|tera)?(?:bytes?|bits?)|[mk]?V|(?:milli|kilo)?volts?|"
-    r"tons?|tonnes?|(?:milli)?lit(?:er|re)s?|ml|mL|"
-    r"gallons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
-    r"°\s?[CF]|°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|Celsius|Fahrenheit|Hz|kHz|MHz|GHz|"
-    r"kWh|MWh|GWh|TWh|kilowatt-?hours?|kW|MW|GW|KB|MB|GB|TB|atm|atmospheres?|[ap]\.m\.|[AaPp][Mm]|"
-    rf"euros?|dollars?|yen|yuan|renminbi|rupees?|francs?|sterling|RMB|{'|'.join(CURRENCY_CODES)})"
+    rf"(?:{unit_names_pattern()}|"
+    r"tons?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|decades?|centur(?:y|ies)|"
+    r"°|degrees?(?:\s+(?:Celsius|Fahrenheit|C|F)(?!\w))?|atm|atmospheres?|[ap]\.m\.|[AaPp][Mm]|"
+    r"sq(?:km|mi|m)|(?:milli|micro|nano)grammes?|(?:kilo|mega|giga|tera)watthours?)"
 )
 # A unit ("km", "°C", "mg/kg"), a rate ("per hour"), a percent, or a hyphenated unit ("23-man").
 _UNIT = (

@@ -896,7 +896,17 @@ def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts)
     >>> k, answer = keyword_facts("1859", "date"), sentence_facts("It was completed in 1859.")
     >>> [states_other_value(k, sentence_facts(t), answer) for t in ("It is 330 metres tall.", "It opened in 1889.")]
     [False, True]
+    >>> k, answer = keyword_facts("75 Wh", "number"), sentence_facts("The battery stores 75 Wh.")
+    >>> [states_other_value(k, sentence_facts(t), answer) for t in ("It stores 75 kWh.", "It weighs 75 kg.")]
+    [True, False]
     """
+    # A measurement is another value when it measures the same dimension to another amount,
+    # whatever its number: "75 kWh" for "75 Wh".
+    if k.kind == "number" and k.measure is not None and any(
+        m[0] == k.measure[0] and m not in answer.measures and not (same_measure(k.measure, m) or rounds_measure(k.measure, m))
+        for m in f.measures
+    ):
+        return True
     if k.kind == "number" and (k.cardinals or k.numbers):
         if k.cardinals:
             other = f.counts - answer.counts

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
-    CURRENCY_CODES,
     is_ordinal,
     is_rank_superlative,
     number_value,
@@ -24,6 +23,7 @@ from tokenshapley_rag._segment import (
     word_number_spans,
     word_number_value,
 )
+from tokenshapley_rag._units import CURRENCY_CODES
 
 __all__ = [
     "MONTHS",
