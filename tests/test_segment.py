@@ -2,7 +2,7 @@
 
 import pytest
 
-from tokenshapley_rag._segment import find_keywords, token_words
+from tokenshapley_rag._segment import find_keywords, split_sentences, token_words, word_number_spans
 
 
 def _citable(text):
@@ -130,6 +130,42 @@ def test_a_number_keeps_every_unit_the_match_rule_converts(unit):
     # were split from their number, so a wrong unit was never compared
     answer = f"It measured 12 {unit} in all."
     assert [k.text for k in find_keywords(answer) if k.kind == "number"] == [f"12 {unit}"]
+
+
+def test_a_numbered_lists_item_numbers_are_not_claims():
+    # "1." opening a line was a sentence of its own and a number keyword, contradicted by
+    # whatever number a source stated; the word after it opens its sentence
+    answer = "1. Preheat the oven to 200 °C.\n2. Bake the bread for 30 minutes.\n3) Serve it."
+    assert [answer[a:b] for a, b in split_sentences(answer)] == [
+        "1. Preheat the oven to 200 °C.", "2. Bake the bread for 30 minutes.", "3) Serve it."]
+    assert [(k.text, k.kind) for k in find_keywords(answer) if k.citable] == [
+        ("Preheat", "word"), ("oven", "word"), ("200 °C", "number"), ("Bake", "word"), ("bread", "word"),
+        ("30 minutes", "number"), ("Serve", "word")]
+    # a number ending a sentence still ends it
+    assert [k.text for k in find_keywords("He scored 2. Then he left.") if k.kind == "number"] == ["2"]
+    assert len(split_sentences("He scored 2. Then he left.")) == 2
+
+
+@pytest.mark.parametrize(
+    "answer, keyword, kind",
+    [
+        # each was split, and a piece flagged: "v2" and "1", "2" and "5x", "R" and "D"
+        ("The tool shipped version v2.1 in March.", "v2.1", "number"),
+        ("It was fixed in v2.0.1 today.", "v2.0.1", "number"),
+        ("The M3 is 2.5x faster than the M1.", "2.5x", "number"),
+        ("It is 10× faster.", "10×", "number"),
+        ("The R&D budget grew.", "R&D", "name"),
+    ],
+)
+def test_versions_multiples_and_ampersand_names_are_one_keyword(answer, keyword, kind):
+    assert (keyword, kind) in [(k.text, k.kind) for k in find_keywords(answer)]
+
+
+def test_a_count_of_hundreds_in_words_is_one_number():
+    # "Two hundred and fifty delegates" was "Two" and "fifty": 250 in an answer was contradicted by it
+    answer = "Two hundred and fifty delegates came; about three thousand four hundred stayed."
+    assert [k.text for k in find_keywords(answer) if k.kind == "number"] == ["Two hundred and fifty", "three thousand four hundred"]
+    assert [v for _, _, v in word_number_spans(answer)] == ["250", "3400"]
 
 
 def test_markup_is_not_a_claim():

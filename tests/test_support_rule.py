@@ -238,7 +238,7 @@ def test_roundings_and_ordered_pairs(keyword, sentence, expected):
         ("US", "name", "The U.S. Army from nearby Fort Stanton came.", True),
         ("UK", "name", "It is in the United Kingdom.", True),
         ("ABC", "name", "The World Health Organization declared it.", False),
-        ("USA", "name", "It is in the United States.", False),
+        ("USA", "name", "It is in the United States.", True),  # "of America" left unsaid (_names._ACRONYMS_OF)
         # an acronym that is a common word is held only as an acronym
         ("US", "name", "Tell us more about it.", False),
         ("WHO", "name", "Those who came stayed.", False),

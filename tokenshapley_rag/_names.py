@@ -129,7 +129,13 @@ def is_acronym(word: str) -> bool:
 
 # A run of capitalised words, joined by the small words an acronym leaves out ("Centers for
 # Disease Control and Prevention").
-_CAPITAL_RUN = re.compile(rf"{_UP}[\w'’\-]*(?:\s+(?:(?:of|for|and|the|on|in|de|&)\s+)*{_UP}[\w'’\-]*)*")
+# A run of capitalised words, a middle initial's period included ("John F. Kennedy").
+_CAPITAL_RUN = re.compile(
+    rf"{_UP}[\w'’\-]*(?:\s+(?:(?:of|for|and|the|on|in|de|&)\s+)*(?:{_UP}\.(?=\s+{_UP})|{_UP}[\w'’\-]*))*"
+)
+# Acronyms that are not a name's initials: "USA" is the United States ("of America" left
+# unsaid), "USSR" the Soviet Union.
+_ACRONYMS_OF = {"united states": ("usa",), "soviet union": ("ussr",)}
 _ACRONYM_SKIPS = JOINERS | {"for", "on", "in", "&"}
 
 
@@ -144,9 +150,13 @@ def spelled_acronyms(text: str) -> frozenset[str]:
     ['cdc', 'cdcp', 'dcp']
     >>> sorted(spelled_acronyms("It is in the United Kingdom."))
     ['uk']
+    >>> sorted(spelled_acronyms("John F. Kennedy was born in the United States."))
+    ['jfk', 'us', 'usa']
     """
     out: set[str] = set()
     for m in _CAPITAL_RUN.finditer(text):
+        run = fold(m.group())
+        out.update(a for name, acronyms in _ACRONYMS_OF.items() if name in run for a in acronyms)
         words = [w for w in m.group().split() if w[:1].isupper()]
         initials = "".join(fold(w)[:1] for w in words if fold(w) not in _ACRONYM_SKIPS)
         if len(initials) >= 2:

@@ -151,18 +151,19 @@ _KEYWORD = re.compile(
     rf"|\d{{1,4}}\s?{_ERA}|AD\s?\d{{1,4}}(?!\d)"  # 43 BC
     rf"|{_MONTH_NAME}(?!\w)(?!\s+{_UP})"  # a month alone ("in August"); see _sentence_keywords
     r"))"
-    rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|[Mm]inus\s\d|{_CURRENCY_CODE})"
-    rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?{_UNIT}?(?!\w)"
+    rf"|(?P<number>(?=[\d$€£¥₹#+\-\u2212]|[Mm]inus\s\d|{_CURRENCY_CODE}|v\d+\.\d)"
+    rf"(?:v(?=\d+\.\d))?"  # a version ("v2.0.1"): its number
+    rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?(?:[x×](?!\w)|{_UNIT})?(?!\w)"
     r")"
     r"|(?P<name>"
     # A period continues a name only after an initial or a short abbreviation ("J. R.",
     # "St. Louis"), never after a whole word: "France. It" is two sentences. Dotted
     # initials ("U.S.", "J.D.") and "Jr." keep their periods.
-    rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|[\w'’\-]*))"
+    rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|(?:[\w'’\-]|&(?=[A-Z]))*))"
     r"(?:\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
     rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
     rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|(?:al|el|ul|ad|ud|ibn|bin|abu)-{_UP}[\w'’\-]*"
-    rf"|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|[\w'’\-]*)))*"
+    rf"|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|(?:[\w'’\-]|&(?=[A-Z]))*)))*"
     r")"
     r"|(?P<word>(?:[a-z]\.){2,}|\w+(?:['’\-]\w+)*)"
 )
@@ -213,6 +214,8 @@ def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
         follower = _NEXT_WORD.match(text, nxt)
         word = follower.group() if follower else ""
         return word[:1].isupper() and len(word) > 1 and word.lower() in _OPENS_SENTENCE
+    if raw.isdigit() and len(raw) <= 3 and not text[start : before.start()].strip() and "\n" not in text[match.end() : nxt]:
+        return False  # a numbered list's item number ("1. Preheat the oven"), not a sentence
     word = raw.lower()
     if word in _ABBREVIATIONS and not (len(raw) > 1 and raw.isupper()):
         return False  # "Ms. Smith"; but "MS." is an acronym ("diagnosed with MS. Nevertheless, ...")
@@ -314,9 +317,11 @@ CITATION_MARKER = re.compile(
 
 
 # Markup that labels an answer and claims nothing: a markdown heading line ("## Facts"), a
-# table's header row (the row above its "|---|" line) and an HTML tag ("<br>", "</b>").
+# table's header row (the row above its "|---|" line), an HTML tag ("<br>", "</b>") and a
+# numbered list's item number ("1.", "2)" opening a line).
 MARKUP = re.compile(
     r"^[ \t]{0,3}#{1,6}[ \t][^\n]*"
+    r"|^[ \t]*\d{1,3}[.)](?=[ \t])"
     r"|^[ \t]*\|[^\n]*\|[ \t]*(?=\n[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|)"
     r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>",
     re.MULTILINE,
@@ -432,8 +437,14 @@ def word_pieces(text: str) -> list[str]:
     return out
 
 
+# A numbered list's item number opening a sentence ("1. ", "2) "): the word after it opens the sentence.
+_ITEM_NUMBER = re.compile(r"\d{1,3}[.)][ \t]+")
+
+
 def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
     units: list[Keyword] = []
+    item = _ITEM_NUMBER.match(text, begin, stop)
+    opening = item.end() if item else begin  # where the sentence's first word may stand
     for match in _KEYWORD.finditer(text, begin, stop):
         kind = match.lastgroup or "word"
         start, end = match.start(), match.end()
@@ -456,7 +467,7 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 kind = "stopword"
             elif (
                 not _has_space(piece) and len(piece) > 1 and piece[1:].islower()
-                and piece.lower() in FOREIGN_FUNCTION_WORDS and _ALNUM.search(text, begin, start) is None
+                and piece.lower() in FOREIGN_FUNCTION_WORDS and _ALNUM.search(text, opening, start) is None
             ):
                 kind = "stopword"  # "La tour Eiffel ...", "Il a ...": a function word opening its sentence
             elif _MONTH_ALONE.fullmatch(piece) and _month_is_date(text, begin, start):
@@ -464,8 +475,9 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             elif not _has_space(piece):
                 # A capitalised word that opens its sentence (after a bullet or quote too) says
                 # nothing by its capital: a word here; the match rule asks the sources.
-                opens = _ALNUM.search(text, begin, start) is None
-                kind = "name" if piece[:1].isupper() and not opens else "word"
+                opens = _ALNUM.search(text, opening, start) is None
+                # ... but an acronym is a name wherever it stands ("JFK was shot in 1963.")
+                kind = "name" if piece[:1].isupper() and (not opens or _ACRONYM.fullmatch(piece)) else "word"
                 if opens and word_number_value(piece) is not None and not is_ordinal(text, start, end):
                     # "Sixty-two percent ...", "Fifteen people ...": a count ("Second, ..." is
                     # a discourse marker more often than a rank)
@@ -483,6 +495,12 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             units.append(Keyword(start, start + constant.end(1), constant.group(1), "date"))
             start, piece, kind = start + constant.start(2), constant.group(2), "word"
         units.append(Keyword(start, end, piece, kind))
+    compounds = [m.span() for m in _COMPOUND_NUMBER.finditer(text, begin, stop)]
+    if compounds:  # "two hundred and fifty" is one count, not "two" and "fifty"
+        whole = [Keyword(a, b, text[a:b], "number") for a, b in compounds]
+        units = sorted(
+            [k for k in units if not any(a <= k.start < b for a, b in compounds)] + whole, key=lambda k: k.start
+        )
     return units
 
 
@@ -702,13 +720,44 @@ def word_number_spans(text: str) -> list[tuple[int, int, str]]:
 
     >>> word_number_spans("Lyon is the third-largest city; it has two rivers.")
     [(12, 25, '3'), (39, 42, '2')]
+    >>> [v for _, _, v in word_number_spans("Two hundred and fifty came, a thousand left, three thousand four hundred stayed.")]
+    ['250', '1000', '3400']
     """
-    out = []
+    out = [(m.start(), m.end(), str(_compound_value(m.group()))) for m in _COMPOUND_NUMBER.finditer(text)]
+    taken = [(a, b) for a, b, _ in out]
     for m in _NUMBER_WORD.finditer(text):
         value = word_number_value(m.group())
-        if value is not None:
+        if value is not None and not any(a <= m.start() < b for a, b in taken):
             out.append((m.start(), m.end(), value))
-    return out
+    return sorted(out)
+
+
+# A count of hundreds or thousands in words ("two hundred and fifty", "a thousand", "three
+# thousand four hundred"): one value, not its parts (250, not 2 and 50).
+_BELOW_100 = (
+    rf"(?:(?:{'|'.join(_TENS)})(?:-(?:{'|'.join(_ONES)}))?|{'|'.join(sorted(_UNITS, key=len, reverse=True))}|one)"
+)
+_COMPOUND_NUMBER = re.compile(
+    rf"\b(?:a|{_BELOW_100})\s+(?:hundred|thousand)(?:\s+(?:and\s+)?{_BELOW_100}(?:\s+hundred)?"
+    rf"(?:\s+(?:and\s+)?{_BELOW_100})?)?(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def _compound_value(phrase: str) -> int:
+    """The value of a :data:`_COMPOUND_NUMBER` match: "two hundred and fifty" is 250."""
+    total = current = 0
+    for word in phrase.casefold().split():
+        if word == "and":
+            continue
+        if word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total, current = total + (current or 1) * 1000, 0
+        else:
+            parts = word.split("-")
+            current += 1 if parts[0] in ("a", "one") else _CARDINAL_WORDS[parts[0]] + (_ONES[parts[1]] if len(parts) > 1 else 0)
+    return total + current
 
 
 # Runs of word characters; a CJK character is a run of its own (its scripts put no spaces

@@ -12,8 +12,17 @@ import re
 
 __all__ = [
     "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_CODES", "CURRENCY_OF", "LENGTH", "MASS", "PERCENT",
-    "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "unit_names_pattern",
+    "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS",
+    "unit_names_pattern",
 ]
+
+# Scale words of sources written in German, French, Spanish, Italian and Portuguese (folded
+# to lower case when read): thousands, millions and milliards (10^9).
+FOREIGN_THOUSANDS = ("tausend", "mille", "mil", "mila")
+FOREIGN_MILLIONS = (
+    "millionen", "mio.", "mio", "millions", "millón", "millon", "millones", "milione", "milioni", "milhão", "milhões",
+)
+FOREIGN_MILLIARDS = ("milliarde", "milliarden", "mrd.", "mrd", "milliard", "milliards", "miliardo", "miliardi")
 
 # Currency codes a number may carry ("EUR 45.50", "12 USD"), written in capitals.
 CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")

@@ -23,7 +23,7 @@ from tokenshapley_rag._segment import (
     word_number_spans,
     word_number_value,
 )
-from tokenshapley_rag._units import CURRENCY_CODES
+from tokenshapley_rag._units import CURRENCY_CODES, FOREIGN_MILLIARDS, FOREIGN_MILLIONS, FOREIGN_THOUSANDS
 
 __all__ = [
     "MONTHS",
@@ -150,6 +150,8 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['17:30', '17:30', '17:00', '5:30', '0:15', '12:00', '17:00']
     >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln, EUR 2m")]
     ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000', '2000000']
+    >>> [v for _, _, v in all_values("3,7 Millionen, 1,2 milliards, 4 millones, 2,5 Mio.")]
+    ['3700000', '1200000000', '4000000', '2500000']
     """
     values = value_spans(text) + word_number_spans(text)
     return sorted([(a, b, _clock(text, b, _scaled(text, a, b, v))) for a, b, v in values] + rank_superlative_spans(text))
@@ -176,11 +178,19 @@ def _clock(text: str, end: int, value: str) -> str:
 
 
 # Scale words and their powers of ten: "2.9 million", "$4bn", "two thousand", "$500M", "50k".
+# A source in German, French, Spanish, Italian or Portuguese scales its numbers with its own
+# words ("3,7 Millionen Einwohner", "1,2 milliard", "4 millones"): a milliard is 10^9.
 _SCALES = {
     "thousand": 3, "million": 6, "billion": 9, "trillion": 12, "bn": 9, "bln": 9, "tn": 12, "mn": 6, "mln": 6,
     "k": 3, "m": 6, "b": 9,
+    **dict.fromkeys(FOREIGN_THOUSANDS, 3), **dict.fromkeys(FOREIGN_MILLIONS, 6), **dict.fromkeys(FOREIGN_MILLIARDS, 9),
 }
-_SCALE_AFTER = re.compile(r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn|bln|tn|mn|mln)\b", re.IGNORECASE)
+_SCALE_AFTER = re.compile(
+    r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn|bln|tn|mn|mln|"
+    + "|".join(re.escape(w) for w in sorted(FOREIGN_THOUSANDS + FOREIGN_MILLIONS + FOREIGN_MILLIARDS, key=len, reverse=True))
+    + r")(?!\w)",
+    re.IGNORECASE,
+)
 # A letter glued to the digits: K, M and B scale any number ("3.5M users"), a lowercase k
 # too ("50k"); a lowercase m only after a currency sign ("€12.5m"): "12.5m" alone is metres.
 _SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
