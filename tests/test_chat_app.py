@@ -453,6 +453,7 @@ def test_a_client_that_goes_away_stops_its_generator(ts, chunks):
         ({"question": "Why?", "top_k": True}, 422, "wrong_type", "top_k"),
         ({"question": "Why?", "top_k": 0}, 400, "out_of_range", "top_k"),
         ({"question": "x" * 2001}, 400, "too_long", "question"),
+        ({"question": "Why?", "k": 3}, 422, "unknown_field", "k"),
     ],
 )
 def test_chat_rejects_bad_fields(client, body, status, code, field):
@@ -657,6 +658,8 @@ def test_attribute_returns_the_attribution_result_dict(client, ts):
         ({"sources": [{"text": "t", "document": 5}], "answer": "x"}, 422, "wrong_type", "sources[0].document"),
         ({"sources": [], "answer": "x"}, 400, "empty_sources", "sources"),
         ({"sources": SOURCES, "answer": "  "}, 400, "empty_answer", "answer"),
+        # a misspelled field was ignored: "question" for "query" attributed with no question
+        ({"sources": SOURCES, "answer": "x", "question": "Why?"}, 422, "unknown_field", "question"),
     ],
 )
 def test_attribute_rejects_bad_fields(client, body, status, code, field):
@@ -665,9 +668,15 @@ def test_attribute_rejects_bad_fields(client, body, status, code, field):
     assert r.json()["error"] == code and r.json()["field"] == field
 
 
+def test_attribute_names_the_field_meant(client):
+    r = client.post("/attribute", json={"sources": SOURCES, "answer": "x", "question": "Why?"})
+    assert "did you mean 'query'" in r.json()["message"] and "'sources'" in r.json()["message"]
+
+
 def test_attribute_reports_the_engines_input_errors(client):
     r = client.post("/attribute", json={"sources": [{"id": "a", "text": "x."}, {"id": "a", "text": "y."}], "answer": "x"})
     assert r.status_code == 400 and r.json()["error"] == "invalid_input" and "'a'" in r.json()["message"]
+    assert r.json()["field"] == "sources"
     r = client.post("/attribute", json={"sources": ["  "], "answer": "x"})
     assert r.status_code == 400 and r.json()["error"] == "empty_text"
 

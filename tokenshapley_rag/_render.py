@@ -54,8 +54,21 @@ def source_label(attribution: SourceAttribution) -> str:
     return attribution.display_name + (f", p. {attribution.page}" if attribution.page else "")
 
 
+# A quoted source sentence is text, not markup: a character that markdown reads as emphasis,
+# code, a link, a table cell or HTML is escaped ("<img onerror=...>" in a page must not run,
+# "*star_gate*" must not turn italic).
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|#~])")
+_ENTITY_LIKE = re.compile(r"&(?=#?\w+;)")  # an entity a page writes ("&amp;") shows as written; "R&D" stays
+
+
 def _quote(text: str) -> str:
-    return " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
+    """``text`` on one line, as literal markdown text inside double quotes.
+
+    >>> _quote('The <b> R&D build of *star_gate* | "v2"')
+    'The &lt;b> R&D build of \\\\*star\\\\_gate\\\\* \\\\| \\\\"v2\\\\"'
+    """
+    text = _ENTITY_LIKE.sub("&amp;", " ".join(text.split())).replace("<", "&lt;")
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text).replace('"', '\\"')
 
 
 # Inline code, and a fenced block's fences with what they hold.
@@ -111,9 +124,9 @@ def render_markdown(result: AttributionResult) -> str:
     lines = ["".join(out), ""]
     for n, cited in notes.values():
         quotes = " … ".join(f'"{_quote(a.sentence)}"' for a in cited)
-        lines.append(f"[^{n}]: {source_label(cited[0])}: {quotes}")
+        lines.append(f"[^{n}]: {_quote(source_label(cited[0]))}: {quotes}")
     for n, sent in conflicts.values():
-        lines.append(f'[^x{n}]: Contradicted by {source_label(sent)}: "{_quote(sent.sentence)}"')
+        lines.append(f'[^x{n}]: Contradicted by {_quote(source_label(sent))}: "{_quote(sent.sentence)}"')
     if any(c.status == "unsupported" for c in cites):
         lines.append("[^?]: Not supported by any source.")
     checks = [v for v in result.sentences if v.verdict != "supported"]

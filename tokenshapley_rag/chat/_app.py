@@ -150,6 +150,24 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
+# Near misses of a field's name, told apart from any other unknown field.
+_FIELD_HINTS = {"question": "query", "response": "answer", "documents": "sources", "contexts": "sources"}
+
+
+def _known_fields(data: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Refuse a request with a field the endpoint does not read: a misspelled field would
+    otherwise be ignored and the request answered as if it were absent ("question" for
+    "query" attributed with no question)."""
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        hints = [f"{name!r} (did you mean {_FIELD_HINTS[name]!r}?)" for name in unknown if _FIELD_HINTS.get(name) in fields]
+        named = hints or [repr(name) for name in unknown]
+        raise ApiError(
+            422, "unknown_field", f"unknown field {', '.join(named)}; this endpoint reads {', '.join(map(repr, fields))}",
+            unknown[0],
+        )
+
+
 def _text_field(data: dict[str, Any], name: str, *, required: bool, limit: int | None = None) -> str:
     if name not in data or data[name] is None:
         if required:
@@ -457,6 +475,7 @@ async def _chat(request: Request) -> Response:
     state = _state(request)
     cfg = state.config
     data = await _json_object(request, cfg.max_body_bytes)
+    _known_fields(data, ("question", "top_k"))
     question = _text_field(data, "question", required=True, limit=cfg.max_question_chars)
     if not question.strip():
         raise ApiError(400, "empty_question", "'question' is empty: ask something", "question")
@@ -474,6 +493,7 @@ async def _attribute(request: Request) -> Response:
     state = _state(request)
     cfg = state.config
     data = await _json_object(request, cfg.max_body_bytes)
+    _known_fields(data, ("query", "answer", "sources"))
     query = _text_field(data, "query", required=False)
     answer = _text_field(data, "answer", required=True)
     sources = _sources_field(data, cfg.max_sources)
@@ -520,9 +540,9 @@ async def _attribute(request: Request) -> Response:
         code = "context_too_large" if (err.field or "").startswith("sources") else "text_too_long"
         raise ApiError(413, code, str(err), err.field) from None
     except EmptyTextError as err:
-        raise ApiError(400, "empty_text", str(err)) from None
+        raise ApiError(400, "empty_text", str(err), "sources") from None  # the answer was checked above
     except InvalidInputError as err:  # duplicate source ids and the like
-        raise ApiError(400, "invalid_input", str(err)) from None
+        raise ApiError(400, "invalid_input", str(err), "sources") from None
     return _rendered(result, request.headers.get("accept", ""))
 
 
