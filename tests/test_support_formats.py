@@ -86,9 +86,9 @@ ROWS = [
     ("When does it leave?", "The first train leaves at 5:30 pm.", "5:30 pm", "supported", "train"),
     ("When does it leave?", "The first train leaves at 6:30 pm.", "6:30 pm", "contradicted", "train"),
     # a currency written as a word: "euros" was an unsupported word; another currency is
-    # another amount
+    # another amount, which the sentence stating the price in euros contradicts
     ("How much is a ticket?", "A ticket costs 45.50 euros.", "45.50 euros", "supported", "train"),
-    ("How much is a ticket?", "A ticket costs 45.50 dollars.", "45.50 dollars", "unsupported", None),
+    ("How much is a ticket?", "A ticket costs 45.50 dollars.", "45.50 dollars", "contradicted", "train"),
     ("How much is a ticket?", "A ticket costs EUR 45.50.", "EUR 45.50", "supported", "train"),
     ("What was Acme's revenue?", "Acme's revenue was 4.2 billion euros in 2023.", "4.2 billion euros", "contradicted", "acme"),
     # a count in words opening the sentence was a word ("Sixty-two" unsupported)

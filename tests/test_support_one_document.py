@@ -279,9 +279,10 @@ WRITER_ROWS = [
     ("", "The wind farm has a capacity of 1,218 kW.", "1,218 kW", "contradicted", "plant"),
     ("", "The wind farm has a capacity of 1,218 megawatts.", "1,218 megawatts", "supported", "plant"),
     ("", "The wind farm stores 128 TB of data a day.", "128 TB", "contradicted", "plant"),
-    ("", "Adults should take 2.4 mg of vitamin B12 daily.", "2.4 mg", "unsupported", None),
+    # ... and is contradicted by the sentence stating the value in its own unit
+    ("", "Adults should take 2.4 mg of vitamin B12 daily.", "2.4 mg", "contradicted", "dose"),
     ("", "Adults should take 2.4 mcg of vitamin B12 daily.", "2.4 mcg", "supported", "dose"),
-    ("", "Sound travels at 343 km/s in air.", "343 km/s", "unsupported", None),
+    ("", "Sound travels at 343 km/s in air.", "343 km/s", "contradicted", "dose"),
     # a citation marker was an unsupported number; a decomposed "ü" split the name
     ("", "Zürich has a population of 421,878 [1].", "421,878", "supported", "zurich"),
     ("", "Zu\u0308rich has a population of 421,878.", "Zu\u0308rich", "supported", "zurich"),

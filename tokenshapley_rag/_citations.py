@@ -18,7 +18,7 @@ from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._names import fold
-from tokenshapley_rag._negation import negation_scopes
+from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
@@ -28,6 +28,7 @@ from tokenshapley_rag._support import (
     PRONOUN_OPENER,
     VALUE_KINDS,
     WORD_ANCHOR_MINIMUM,
+    KeywordFacts,
     SentenceFacts,
     holding_mask,
     holding_masks,
@@ -383,7 +384,10 @@ def keyword_statuses(
         joiner = response[a.end : b.start]
         if a.kind == b.kind and a.kind in VALUE_KINDS and LIST_JOINER.fullmatch(joiner) and not (
             CLAUSE_JOINER.fullmatch(joiner)
-            and r + 1 < n_kw and kw_sentence[r + 1] == kw_sentence[r] and cited[r + 1][0].kind == "word"
+            and r + 1 < n_kw and kw_sentence[r + 1] == kw_sentence[r]
+            # a word follows the name, or a number or date whose verb the clause leaves out
+            # ("Microsoft was founded in 1975 by Bill Gates, and Apple in 1976 by Steve Jobs.")
+            and (cited[r + 1][0].kind == "word" or (b.kind == "name" and cited[r + 1][0].kind in ("number", "date")))
             and any(cited[o][0].kind == "word" for o in range(group[r - 1]) if kw_sentence[o] == kw_sentence[r])
         ):
             group[r] = group[r - 1]
@@ -440,6 +444,11 @@ def keyword_statuses(
     scopes = negation_scopes(response)
     denied_kw = [kw.kind in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
     denying = np.zeros_like(held)
+    # A word's denial is read at the word a denial denies first, its verb (negation_heads):
+    # "paid" against "It did not pay a dividend.", "did not sell" against "It sold two tankers."
+    heads = negation_heads(response)
+    denied_head_kw = [kw.kind not in VALUE_KINDS and any(a < kw.end and kw.start < b for a, b in heads) for kw, _ in cited]
+    denied_kw_word = [kw.kind not in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
     holding = np.flatnonzero(held.any(axis=0))
     denies = holding[[bool(facts[j].denied) for j in holding.tolist()]]  # most sentences deny nothing
     for r, j in zip(*np.nonzero(held[:, denies])):
@@ -464,6 +473,14 @@ def keyword_statuses(
                 documents_holding(holding_masks(asked, facts, sentence_document), sentence_document, n_documents)
             )
     held_anywhere = held_by_document.any(axis=1).tolist()
+
+    @functools.cache
+    def subject_sentences(s: int) -> np.ndarray:
+        """The sentences holding keyword ``s`` (a claim's subject), and those that stand for
+        it: a pronoun sentence whose page's topic it is ("She was born in 1867.")."""
+        name = " ".join(kfacts[s].words)
+        return held[s] | np.array([name in f.implied for f in facts], dtype=bool) if name else held[s]
+
     for r in range(n_kw):
         others = [
             o for o in range(n_kw)
@@ -506,6 +523,16 @@ def keyword_statuses(
             ], at_least=WORD_ANCHOR_MINIMUM)
         in_anchor = np.ones(n_sent, dtype=bool) if subject_sources is None else subject_sources[sentence_document]
         affirmed_by = held[r] & ~denying[r]
+        if cited[r][0].kind not in VALUE_KINDS and (
+            judged := _head_denial_status(
+                kfacts[r], denied_kw_word[r], denied_head_kw[r], held[r], in_anchor, facts, predicate[r],
+                claim_held_total[kw_claim[r]] - held[r],
+            )
+        ) is not None:
+            statuses.append(judged[0])
+            allowed[r] = judged[1]
+            rivals.append(judged[2])
+            continue
         if cited[r][0].kind not in VALUE_KINDS:
             # A word is cited by the sentences that affirm it, when some do.
             affirmed_by = affirmed_by if affirmed_by.any() else held[r]
@@ -534,6 +561,7 @@ def keyword_statuses(
             agreement=None if r in retyped and r not in bare_set else PREDICATE_AGREEMENT,
             predicate_weight=float(predicate_weight[r]), topic=on_topic, neighbours=neighbours[r],
             claim_held=claim_held, claim_size=claim_size, is_subject=the_subject == r,
+            subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
         )
         status, ok, rival = judge(subject_sources=subject_sources)
         if status == "supported" and narrowed is not None and not np.array_equal(narrowed, subject_sources):
@@ -572,10 +600,42 @@ def _claim_keywords_held(
     sentence often names it by a pronoun: "It is the oldest city in France.")."""
     counts = total - held[r]
     size = len(members) - 1
-    if subject is not None and subject != r:
+    if subject is not None and subject != r and subject in members:  # a pronoun's claim does not name it
         counts = counts - held[subject]
         size -= 1
     return counts, size
+
+
+def _head_denial_status(
+    k: KeywordFacts, in_denial: bool, denied_head: bool, held: np.ndarray, in_anchor: np.ndarray,
+    facts: Sequence[SentenceFacts], predicate: np.ndarray, claim_held: np.ndarray,
+) -> tuple[str, np.ndarray, int] | None:
+    """The status of a word keyword when a denial decides it (docs/method.md §8, "Denials"),
+    else None. ``held``: the sentences holding it; ``in_anchor``: its anchor's sentences. A
+    word the answer affirms that every anchor sentence holding it states as what its denial
+    denies ("paid" against "Halvorsen Shipping did not pay a dividend.") is contradicted by
+    the one that states the predicate best, unless a sentence elsewhere affirms it with more
+    of the claim's other keywords (``claim_held``: a sentence the answer copies); a word the
+    answer denies first ("did not sell") is contradicted by an anchor sentence that affirms
+    it, denies nothing of it and holds the most of the claim's other keywords ("It sold two
+    tankers."), when no anchor sentence denies it."""
+    holders = held & in_anchor
+    if not k.stems or not holders.any():
+        return None
+    tried = np.flatnonzero(holders)
+    heads = np.array([bool(k.stems & facts[j].denied_heads) for j in tried.tolist()])
+    none = np.zeros_like(holders)
+    if not in_denial and heads.all():
+        affirming = [j for j in np.flatnonzero(held & ~in_anchor).tolist() if not k.stems & facts[j].denied]
+        if not affirming or claim_held[affirming].max() <= claim_held[tried].max():
+            return "contradicted", none, int(tried[np.argmax(predicate[tried])])
+        return None
+    if denied_head and not heads.any():
+        affirming = tried[[not (k.stems & facts[j].denied) for j in tried.tolist()]]
+        if len(affirming) == len(tried) and claim_held[affirming].max() >= max(1, int(claim_held.max())):
+            best = affirming[claim_held[affirming] == claim_held[affirming].max()]
+            return "contradicted", none, int(best[np.argmax(predicate[best])])
+    return None
 
 
 def _denial_status(
@@ -671,6 +731,7 @@ def claim_subjects(
     ({0: 'Lyon', 1: 'Marseille', 2: 'Marseille', 3: 'Marseille'}, {0: True, 1: False, 2: False, 3: False})
     """
     query_facts = sentence_facts(query) if query.strip() else None
+    asked_words = {w for name in query_facts.names for w in name.split()} if query_facts is not None else set()
     kw_claim: list[int] = []
     claim_opens_sentence: list[bool] = []
     said = False  # whether the claim so far has a keyword other than a name (it says something)
@@ -702,7 +763,12 @@ def claim_subjects(
             first_value = next(r for r in members[c] if keywords[r].kind in VALUE_KINDS)
             topic[c] = (
                 query_facts is not None and first_value == own
-                and bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())
+                and (
+                    bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())
+                    # the question names it by one of its words ("How many employees does
+                    # Halvorsen have?" for "Halvorsen Shipping")
+                    or any(w in asked_words for w in getattr(kfacts[own], "words", ()))
+                )
             )
     return kw_claim, subject, topic
 

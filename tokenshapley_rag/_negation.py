@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["negation_scopes"]
+__all__ = ["negation_heads", "negation_scopes"]
 
 # Words that deny what follows them in their clause ("She never received a Nobel Prize").
 _NEGATION = re.compile(
@@ -59,3 +59,29 @@ def negation_scopes(text: str) -> list[tuple[int, int]]:
         if stop > start:
             scopes.append((start, stop))
     return scopes
+
+
+# Words that may stand between a negation and the word it denies ("has not been approved",
+# "did not sell any tankers", "was never officially opened").
+_BEFORE_HEAD = frozenset(
+    "be been being is was were are am have has had do does did ever yet actually really also even officially "
+    "formally publicly a an the any".split()
+)
+_WORD = re.compile(r"[^\W\d_][\w'\u2019-]*")
+
+
+def negation_heads(text: str) -> list[tuple[int, int]]:
+    """The word each denial denies first (:func:`negation_scopes`): the first word of its
+    scope that is not an auxiliary, an adverb like "ever" or an article, usually its verb.
+
+    >>> t = "Halvorsen Shipping did not pay a dividend, and it has never been sold."
+    >>> [t[a:b] for a, b in negation_heads(t)]
+    ['pay', 'sold']
+    """
+    heads = []
+    for a, b in negation_scopes(text):
+        for m in _WORD.finditer(text, a, b):
+            if m.group().lower() not in _BEFORE_HEAD:
+                heads.append(m.span())
+                break
+    return heads

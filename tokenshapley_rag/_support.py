@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenshapley_rag._negation import negation_scopes
+from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._segment import (
     _CJK,
     _INVISIBLE,
@@ -223,6 +223,9 @@ class SentenceFacts:
     # scope, :func:`negation_scopes`): "She never received a Nobel Prize." denies "received"
     # and "Nobel Prize".
     denied: frozenset[str] = frozenset()
+    # The light stem of the word each of its denials denies first, usually the verb
+    # (:func:`~tokenshapley_rag._negation.negation_heads`): "pay" in "It did not pay a dividend."
+    denied_heads: frozenset[str] = frozenset()
     # Its measurements (:func:`~tokenshapley_rag._measures.measures`): a number with a unit
     # the match rule converts ("330 metres" holds "1,083 feet").
     measures: frozenset[Measure] = frozenset()
@@ -287,6 +290,7 @@ def sentence_facts(text: str) -> SentenceFacts:
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
         denied=_denied(text),
+        denied_heads=frozenset(light_stem(fold(text[a:b])) for a, b in negation_heads(text)),
         measures=frozenset(m for _, _, m in measures(text, values=values)) | fraction_measures(text),
         pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
         placed=_placed(keywords, values),
@@ -738,8 +742,18 @@ def holding_masks(
             full_documents = np.unique(sentence_document[row])
             last = k.words[-1]
             for j in np.flatnonzero(table.with_any([lasts[r]]) & np.isin(sentence_document, full_documents)).tolist():
-                row[j] |= last in facts[j].words
+                row[j] |= _by_last_word(k, facts[j])
     return held
+
+
+def _by_last_word(k: KeywordFacts, f: SentenceFacts) -> bool:
+    """Whether sentence ``f`` names the name ``k`` by its last word ("Curie" on Marie Curie's
+    page): it holds the word, and no name of its ends with it under another first word
+    ("Pierre Curie was born in 1859." is Pierre's, not Marie's)."""
+    last = k.words[-1]
+    return last in f.words and not any(
+        len(parts) > 1 and parts[-1] == last and parts[0] != k.words[0] for parts in (name.split() for name in f.names)
+    )
 
 
 _POSSESSIVE = re.compile(r"\w['\u2019]s\b")
@@ -797,14 +811,14 @@ def holding_mask(k: KeywordFacts, facts: list[SentenceFacts], sentence_document:
     """``(n_sentences,)`` bool: the sentences that hold the keyword (the match rule).
 
     A name is also held by a sentence that holds its last word when the same document
-    holds the whole name in some sentence (a page names its subject once in full).
+    holds the whole name in some sentence (a page names its subject once in full), unless
+    that sentence names another with the same last word (:func:`_by_last_word`).
     """
     held = np.array([_holds(k, f) for f in facts], dtype=bool)
     if k.kind == "name" and len(k.words) > 1:
         full_documents = np.unique(sentence_document[held])
         if len(full_documents):
-            last = k.words[-1]
-            partial = np.array([last in f.words for f in facts], dtype=bool)
+            partial = np.array([_by_last_word(k, f) for f in facts], dtype=bool)
             held |= partial & np.isin(sentence_document, full_documents)
     return held
 
@@ -1002,6 +1016,7 @@ def keyword_status(
     neighbours: tuple[str, ...] = (),
     claim_size: int = 0,
     is_subject: bool = False,
+    subject_held: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -1065,7 +1080,11 @@ def keyword_status(
     (:func:`_worded_rival`: "The Eiffel Tower was completed in 1815.").
 
     ``is_subject``: ``k`` is its claim's subject (checked against the documents holding the
-    most of the claim's other values).
+    most of the claim's other values). ``subject_held``: the sentences that hold the claim's
+    subject, or stand for it (a pronoun sentence on its page); a value that the anchor holds
+    only in sentences naming someone else, not the subject, is contradicted by the subject's
+    sentence of the same page that states another value of its kind and at least as many of
+    the claim's other keywords (:func:`_subject_sentence_rival`).
 
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
@@ -1122,7 +1141,18 @@ def keyword_status(
                 placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
+            if subject_held is not None and claim_held is not None and not is_subject:
+                # ... and a page about several people or things holds each one's values: a
+                # value that only its sentences about another name hold is that name's
+                # ("Marie Curie was born in 1859." against "Pierre Curie was born in 1859.
+                # Marie Curie was born in 1867."; a table's row "| Jupiter | 95 |" for
+                # Uranus), contradicted by the page's sentence on the subject that states
+                # another value of its kind and as much of the claim.
+                swapped = _subject_sentence_rival(k, agreeing, subject_held, sentence_document, facts, answer, claim_held)
+                if swapped >= 0:
+                    return "contradicted", np.zeros_like(held), swapped
             return "supported", agreeing, -1
+    taken_elsewhere = False
     if topic and subject_sources is not None and held.any():
         # The question names the claim's subject, so the claim is about it: a value that
         # only other documents hold was taken from another claim ("When did the Golden Gate
@@ -1130,6 +1160,7 @@ def keyword_status(
         # Bridge's). It is judged as a value no source holds, against the subject's
         # documents alone.
         held = np.zeros_like(held)
+        taken_elsewhere = True
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
     rival, best = _rival(k, pool, predicate, facts, answer)
@@ -1158,7 +1189,13 @@ def keyword_status(
     # predicate at least ``agreement`` times the best of the pool's. Any sentence naming
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
     # "The Eiffel Tower is in Paris.": no source says who completed it).
-    if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())):
+    if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())) and not (
+        # ... a number taken from another document's claim, only by a sentence counting the
+        # same thing or holding some of the claim's words: "Halvorsen Shipping has 3,400
+        # employees." (Pellucid's) is not contradicted by "Halvorsen Shipping operates 64 vessels."
+        taken_elsewhere and k.kind == "number" and claim_held is not None and claim_size > 0 and claim_held[rival] == 0
+        and not any(kind == "number" and stem in neighbours for kind, stem, _ in facts[rival].placed)
+    ):
         return "contradicted", np.zeros_like(held), rival
     if held.any():
         return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
@@ -1236,6 +1273,40 @@ def _placed_rival(
                 return j
             if kind != "name" and set(values) != k.numbers:
                 return j
+    return -1
+
+
+def _names_another(f: SentenceFacts, answer: SentenceFacts) -> bool:
+    """Whether sentence ``f`` names someone or something the answer sentence does not: one
+    of its names, or, when it has none, the capitalised word opening it (a table row's first
+    cell, "| Jupiter | 95 |", whose capital the segmenter does not read as a name)."""
+    names = f.names or ((f.opening,) if f.opening and f.opening not in _NON_KEYWORDS else ())
+    return any(not all(w in answer.words for w in name.split()) for name in names)
+
+
+def _subject_sentence_rival(
+    k: KeywordFacts, agreeing: np.ndarray, subject_held: np.ndarray, sentence_document: np.ndarray,
+    facts: Sequence[SentenceFacts], answer: SentenceFacts, claim_held: np.ndarray,
+) -> int:
+    """The sentence of ``agreeing``'s pages that holds the subject (``subject_held``) and
+    states another value of the keyword's kind, with at least as many of the claim's other
+    keywords (``claim_held``) as any agreeing sentence, the most first (then the first); -1
+    when the subject's own sentences hold the keyword, when some agreeing sentence names no
+    one else, or when there is none.
+
+    >>> facts = [sentence_facts(t) for t in ("Pierre Curie was born in 1859.", "Marie Curie was born in 1867.")]
+    >>> answer = sentence_facts("Marie Curie was born in 1859.")
+    >>> _subject_sentence_rival(keyword_facts("1859", "date"), np.array([True, False]), np.array([False, True]),
+    ...                         np.zeros(2, dtype=np.int64), facts, answer, np.array([1, 1]))
+    1
+    """
+    if (agreeing & subject_held).any() or not all(_names_another(facts[j], answer) for j in np.flatnonzero(agreeing)):
+        return -1
+    pages = np.isin(sentence_document, sentence_document[agreeing])
+    tried = np.flatnonzero(pages & subject_held & ~agreeing & (claim_held >= claim_held[agreeing].max()))
+    for j in tried[np.lexsort((tried, -claim_held[tried]))].tolist():
+        if states_other_value(k, facts[j], answer):
+            return j
     return -1
 
 
