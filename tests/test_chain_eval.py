@@ -384,9 +384,13 @@ def test_precomputed_report_values(local_report):
     assert (s.n_ok, s.n_errors, s.n_keywords, s.n_supported) == (3, 1, 8, 7)
     assert (s.n_retrieved, s.n_used) == (7, 3)
     assert [(u.rank, u.n_used, u.n_retrieved) for u in s.utilization] == [(1, 2, 3), (2, 1, 3), (3, 0, 1)]
+    # ... contradicted, with the sentence stating the right year (the rows kept only supported: false)
     assert local_report.unsupported() == [
-        {"id": "q2", "keyword": "1923", "start": 25, "end": 29, "answer": "Big Ben was completed in 1923."}
+        {"id": "q2", "keyword": "1923", "start": 25, "end": 29, "answer": "Big Ben was completed in 1923.",
+         "status": "contradicted", "conflict": "The tower was completed in 1859.", "conflict_source_id": "bigben"}
     ]
+    assert "| q2 | 1923 | contradicted |" in local_report.to_markdown()
+    assert QuestionRow.from_dict(local_report.rows[1].to_dict()) == local_report.rows[1]
     assert local_report.timing.n == 4 and local_report.timing.seconds_mean > 0
 
 
@@ -411,11 +415,11 @@ def test_report_files(local_report, tmp_path):
     for key in ("utilization", "supported_share"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = paths["markdown"].read_text(encoding="utf-8")
-    assert "| q2 | 1923 | Big Ben was completed in **1923**. |" in md
+    assert "| q2 | 1923 | contradicted | Big Ben was completed in **1923**. | bigben: The tower was completed in 1859. |" in md
     assert "| 3 | 1 | 0 | 0.0% | 0 |" in md  # rank 3: retrieved once, never used
     assert "![utilization by rank](utilization_by_rank.png)" in md
     page = paths["html"].read_text(encoding="utf-8")
-    assert "<mark class='unsup' title='unsupported (support 0.00)'>1923</mark>" in page
+    assert "<mark class='unsup' title='contradicted by source bigben: The tower was completed in 1859.'>1923</mark>" in page
     assert page.count("data:image/png;base64,") == 2
     data = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert data["summary"]["n_supported"] == 7 and [r["id"] for r in data["rows"]] == ["q1", "q2", "q3", "q4"]

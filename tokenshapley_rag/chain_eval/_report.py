@@ -192,9 +192,12 @@ class ChainReport:
     config: dict[str, Any] = field(default_factory=dict)
 
     def unsupported(self) -> list[dict[str, Any]]:
-        """Every unsupported keyword with its question id, offsets and whole answer."""
+        """Every keyword no source supports, with its question id, offsets, whole answer and
+        status: "unsupported", or "contradicted" with the source sentence stating another
+        value (``conflict``) and its source (``conflict_source_id``)."""
         return [
-            {"id": r.id, "keyword": k.text, "start": k.start, "end": k.end, "answer": r.answer}
+            {"id": r.id, "keyword": k.text, "start": k.start, "end": k.end, "answer": r.answer, "status": k.status,
+             "conflict": k.conflict, "conflict_source_id": k.conflict_source_id}
             for r in self.rows
             if r.ok
             for k in r.keywords
@@ -238,13 +241,15 @@ class ChainReport:
         if "supported_share" in images:
             out += ["", "## Supported share per answer", "", f"![supported share]({images['supported_share']})"]
         unsup = self.unsupported()
-        out += ["", f"## Unsupported keywords ({len(unsup)})", ""]
+        n_contradicted = sum(u["status"] == "contradicted" for u in unsup)
+        out += ["", f"## Unsupported and contradicted keywords ({len(unsup)}, {n_contradicted} contradicted)", ""]
         if unsup:
-            out += ["| question | keyword | answer |", "|---|---|---|"]
+            out += ["| question | keyword | status | answer | contradicted by |", "|---|---|---|---|---|"]
             for u in unsup:
                 a = u["answer"] or ""
                 marked = a[: u["start"]] + "**" + a[u["start"] : u["end"]] + "**" + a[u["end"] :]
-                out.append(f"| {_md(u['id'])} | {_md(u['keyword'])} | {_md(marked)} |")
+                conflict = f"{_md(u['conflict_source_id'] or '')}: {_md(u['conflict'])}" if u["conflict"] else ""
+                out.append(f"| {_md(u['id'])} | {_md(u['keyword'])} | {u['status']} | {_md(marked)} | {conflict} |")
         else:
             out.append("None.")
         errs = [r for r in self.rows if not r.ok]
@@ -291,7 +296,7 @@ class ChainReport:
             if key in images:
                 b64 = base64.b64encode(images[key]).decode("ascii")
                 parts.append(f"<h3>{title}</h3><img alt='{title}' src='data:image/png;base64,{b64}'>")
-        parts.append("<h2>Answers</h2><p><mark class='sup'>supported</mark> and <mark class='unsup'>unsupported</mark> keywords.</p><table>")
+        parts.append("<h2>Answers</h2><p><mark class='sup'>supported</mark> and <mark class='unsup'>unsupported or contradicted</mark> keywords (a contradicted keyword's title quotes the sentence that contradicts it).</p><table>")
         parts.append("<tr><th>id</th><th>question</th><th>answer</th><th>used ranks</th><th>seconds</th></tr>")
         for r in self.rows:
             if r.ok:
@@ -370,7 +375,12 @@ def _marked_html(r: QuestionRow) -> str:
             continue
         parts.append(html.escape(a[pos : k.start]))
         cls = "sup" if k.supported else "unsup"
-        title = f"rank {k.rank}, source {k.source_id}, support {k.support:.2f}" if k.supported else f"unsupported (support {k.support:.2f})"
+        if k.supported:
+            title = f"rank {k.rank}, source {k.source_id}, support {k.support:.2f}"
+        elif k.status == "contradicted" and k.conflict:
+            title = f"contradicted by source {k.conflict_source_id}: {k.conflict}"
+        else:
+            title = f"unsupported (support {k.support:.2f})"
         parts.append(f"<mark class='{cls}' title='{html.escape(title)}'>{html.escape(a[k.start : k.end])}</mark>")
         pos = k.end
     parts.append(html.escape(a[pos:]))

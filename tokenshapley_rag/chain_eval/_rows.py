@@ -60,7 +60,9 @@ class KeywordRow:
 
     ``source_id`` / ``rank`` name the cited source (the keyword's best source sentence's
     source) when the keyword is supported, and are None otherwise. ``support`` is
-    ``KeywordCitation.support``.
+    ``KeywordCitation.support``. ``status`` is ``KeywordCitation.status`` ("supported",
+    "unsupported" or "contradicted"); a contradicted keyword's ``conflict`` is the source
+    sentence stating another value, and ``conflict_source_id`` its source (else None).
     """
 
     text: str
@@ -70,6 +72,13 @@ class KeywordRow:
     support: float
     source_id: str | None
     rank: int | None
+    status: str = ""
+    conflict: str | None = None
+    conflict_source_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.status:  # a rows file written before statuses: supported or not
+            object.__setattr__(self, "status", "supported" if self.supported else "unsupported")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +177,9 @@ class QuestionRow:
                     "support": k.support,
                     "source_id": k.source_id,
                     "rank": k.rank,
+                    "status": k.status,
+                    "conflict": k.conflict,
+                    "conflict_source_id": k.conflict_source_id,
                 }
                 for k in self.keywords
             ],
@@ -201,7 +213,8 @@ class QuestionRow:
             sources=tuple(SourceUse(int(s["rank"]), str(s["id"]), int(s["n_citations"]), s.get("score")) for s in d["sources"]),
             keywords=tuple(
                 KeywordRow(k["text"], int(k["start"]), int(k["end"]), bool(k["supported"]), float(k["support"]),
-                           k.get("source_id"), k.get("rank"))
+                           k.get("source_id"), k.get("rank"), k.get("status") or "", k.get("conflict"),
+                           k.get("conflict_source_id"))
                 for k in d["keywords"]
             ),
             seconds_chain=float(d.get("seconds_chain", 0.0)),
@@ -278,7 +291,9 @@ def evaluate_question(record: QuestionRecord, chain: Any, attributor: Any, *, in
             counts[cited] += 1
         keywords.append(
             KeywordRow(c.text, int(c.start), int(c.end), bool(c.supported), float(c.support), cited,
-                       rank_of[cited] if cited is not None else None)
+                       rank_of[cited] if cited is not None else None, c.status,
+                       c.conflict.sentence if c.conflict is not None else None,
+                       c.conflict.source_id if c.conflict is not None else None)
         )
     return QuestionRow(
         index=record.index,
