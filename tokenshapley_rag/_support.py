@@ -1276,12 +1276,15 @@ def _placed_rival(
     return -1
 
 
-def _names_another(f: SentenceFacts, answer: SentenceFacts) -> bool:
-    """Whether sentence ``f`` names someone or something the answer sentence does not: one
-    of its names, or, when it has none, the capitalised word opening it (a table row's first
-    cell, "| Jupiter | 95 |", whose capital the segmenter does not read as a name)."""
-    names = f.names or ((f.opening,) if f.opening and f.opening not in _NON_KEYWORDS else ())
-    return any(not all(w in answer.words for w in name.split()) for name in names)
+def _about_another(f: SentenceFacts, answer: SentenceFacts) -> bool:
+    """Whether sentence ``f`` is about someone or something the answer sentence does not
+    name: its first name, or the capitalised word opening it when that is no part of it (a
+    table row's first cell, "| Jupiter | 95 |", whose capital the segmenter does not read as
+    a name). "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver."""
+    first = f.names[0] if f.names else ""
+    if f.opening and f.opening not in _NON_KEYWORDS and f.opening not in first.split():
+        first = f.opening
+    return bool(first) and not all(w in answer.words for w in first.split())
 
 
 def _subject_sentence_rival(
@@ -1291,8 +1294,8 @@ def _subject_sentence_rival(
     """The sentence of ``agreeing``'s pages that holds the subject (``subject_held``) and
     states another value of the keyword's kind, with at least as many of the claim's other
     keywords (``claim_held``) as any agreeing sentence, the most first (then the first); -1
-    when the subject's own sentences hold the keyword, when some agreeing sentence names no
-    one else, or when there is none.
+    when the subject's own sentences hold the keyword, when some agreeing sentence is not
+    about someone else (:func:`_about_another`), or when there is none.
 
     >>> facts = [sentence_facts(t) for t in ("Pierre Curie was born in 1859.", "Marie Curie was born in 1867.")]
     >>> answer = sentence_facts("Marie Curie was born in 1859.")
@@ -1300,7 +1303,7 @@ def _subject_sentence_rival(
     ...                         np.zeros(2, dtype=np.int64), facts, answer, np.array([1, 1]))
     1
     """
-    if (agreeing & subject_held).any() or not all(_names_another(facts[j], answer) for j in np.flatnonzero(agreeing)):
+    if (agreeing & subject_held).any() or not all(_about_another(facts[j], answer) for j in np.flatnonzero(agreeing)):
         return -1
     pages = np.isin(sentence_document, sentence_document[agreeing])
     tried = np.flatnonzero(pages & subject_held & ~agreeing & (claim_held >= claim_held[agreeing].max()))
