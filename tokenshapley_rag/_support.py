@@ -1276,14 +1276,21 @@ def _placed_rival(
     return -1
 
 
+def _about(f: SentenceFacts) -> str:
+    """Whom or what sentence ``f`` is about: the name a pronoun opening it stands for, else
+    its first name, else the capitalised word opening it (a table row's first cell, "|
+    Jupiter | 95 |", whose capital the segmenter does not read as a name). "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver; "" when
+    it names nothing."""
+    if f.implied:
+        return f.implied[0]
+    if f.names:
+        return f.names[0]
+    return f.opening if f.opening not in _NON_KEYWORDS else ""
+
+
 def _about_another(f: SentenceFacts, answer: SentenceFacts) -> bool:
-    """Whether sentence ``f`` is about someone or something the answer sentence does not
-    name: its first name, or the capitalised word opening it when that is no part of it (a
-    table row's first cell, "| Jupiter | 95 |", whose capital the segmenter does not read as
-    a name). "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver."""
-    first = f.names[0] if f.names else ""
-    if f.opening and f.opening not in _NON_KEYWORDS and f.opening not in first.split():
-        first = f.opening
+    """Whether sentence ``f`` is about someone or something the answer sentence does not name."""
+    first = _about(f)
     return bool(first) and not all(w in answer.words for w in first.split())
 
 
@@ -1291,8 +1298,9 @@ def _subject_sentence_rival(
     k: KeywordFacts, agreeing: np.ndarray, subject_held: np.ndarray, sentence_document: np.ndarray,
     facts: Sequence[SentenceFacts], answer: SentenceFacts, claim_held: np.ndarray,
 ) -> int:
-    """The sentence of ``agreeing``'s pages that holds the subject (``subject_held``) and
-    states another value of the keyword's kind, with at least as many of the claim's other
+    """The sentence of ``agreeing``'s pages that holds the subject (``subject_held``), is
+    about it or about nothing the answer does not name (:func:`_about_another`), and states
+    another value of the keyword's kind, with at least as many of the claim's other
     keywords (``claim_held``) as any agreeing sentence, the most first (then the first); -1
     when the subject's own sentences hold the keyword, when some agreeing sentence is not
     about someone else (:func:`_about_another`), or when there is none.
@@ -1308,7 +1316,9 @@ def _subject_sentence_rival(
     pages = np.isin(sentence_document, sentence_document[agreeing])
     tried = np.flatnonzero(pages & subject_held & ~agreeing & (claim_held >= claim_held[agreeing].max()))
     for j in tried[np.lexsort((tried, -claim_held[tried]))].tolist():
-        if states_other_value(k, facts[j], answer):
+        # the rival is about the subject ("Marie Curie was born in 1867."), not a sentence
+        # that only mentions it ("It is the opening theme to the TV show Cops", on the song's page)
+        if not _about_another(facts[j], answer) and states_other_value(k, facts[j], answer):
             return j
     return -1
 
