@@ -168,6 +168,13 @@ def test_a_count_of_hundreds_in_words_is_one_number():
     assert [v for _, _, v in word_number_spans(answer)] == ["250", "3400"]
 
 
+def test_a_sentence_in_capitals_is_read_in_lower_case():
+    # "BARACK OBAMA WAS BORN IN HONOLULU" was one unsupported name
+    answer = "BARACK OBAMA WAS BORN IN HONOLULU. NASA launched it."
+    assert [(k.text, k.kind) for k in find_keywords(answer) if k.citable] == [
+        ("BARACK", "word"), ("OBAMA", "word"), ("BORN", "word"), ("HONOLULU", "word"), ("NASA", "name"), ("launched", "word")]
+
+
 def test_markup_is_not_a_claim():
     # a heading, a table's header row and HTML tags label the answer: no keyword of theirs is cited
     answer = "## Facts\n\n| name | height |\n|---|---|\n| Eiffel Tower | 330 m |\n\nIt is in <b>Paris</b>.<br/>"

@@ -38,6 +38,8 @@ ROWS = [
     # "USA" was contradicted by the sentence naming the United States; "JFK" was a word
     ("Where is it?", ["The Statue of Liberty stands in New York City, United States."], "The Statue of Liberty is in NYC, USA.", "USA", "supported", "0"),
     ("Who was shot?", ["John F. Kennedy was assassinated in Dallas in 1963."], "JFK was assassinated in 1963.", "JFK", "supported", "0"),
+    # an answer in capitals was one unsupported name
+    ("WHERE WAS OBAMA BORN?", ["Barack Obama was born in Honolulu."], "BARACK OBAMA WAS BORN IN HONOLULU.", "HONOLULU", "supported", "0"),
     # a clause that leaves its verb out ("and Apple in 1976 by Steve Jobs") was the first clause's list item
     ("Who founded Microsoft and Apple?", FOUNDERS, "Microsoft was founded in 1975 by Bill Gates, and Apple in 1976 by Steve Jobs.", "Steve Jobs", "supported", "1"),
     ("Who founded Microsoft and Apple?", FOUNDERS, "Microsoft was founded in 1975 by Bill Gates, and Apple in 1976 by Steve Jobs.", "1976", "supported", "1"),
@@ -80,3 +82,13 @@ def test_a_numbered_lists_sentences_are_its_items(ts):
                        response="1. Preheat the oven to 200 °C.\n2. Bake the bread for 30 minutes.")
     assert [v.verdict for v in res.sentences] == ["supported", "supported"]
     assert [c.text for c in res.citations if c.kind == "number"] == ["200 °C", "30 minutes"]
+
+
+def test_the_page_lists_the_contradicting_sentences(ts):
+    # the contradicting sentence was only in a hover card; the markdown lists it as [^x1]
+    res = ts.attribute(query="When was Marie Curie born?", sources=CURIES, response="Marie Curie was born in 1859.")
+    page = res.to_html()
+    listed = page[page.index("<h2>Contradicting sentences</h2>"):]
+    assert "Pierre Curie was born in 1859 in Paris. Marie Curie was born in 1867 in Warsaw." not in listed
+    assert "x1</b>: contradicted by" in listed and "Marie Curie was born in 1867 in Warsaw." in listed
+    assert '[^x1]: Contradicted by 0: "Marie Curie was born in 1867 in Warsaw."' in res.to_markdown()

@@ -767,7 +767,7 @@ def claim_subjects(
                     bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())
                     # the question names it by one of its words ("How many employees does
                     # Halvorsen have?" for "Halvorsen Shipping")
-                    or any(w in asked_words for w in getattr(kfacts[own], "words", ()))
+                    or any(w in asked_words for w in kfacts[own].words)
                 )
             )
     return kw_claim, subject, topic

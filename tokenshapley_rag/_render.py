@@ -203,8 +203,8 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
     """A self-contained page (inline CSS/JS, no network): each cited keyword is
     highlighted and focusable; hovering, focusing or clicking it shows its source sentence
     with the keyword marked. Unsupported keywords are marked in red with a dashed line,
-    contradicted ones in dark red with the contradicting sentence; answer sentences that
-    are not fully supported end with a verdict badge."""
+    contradicted ones in dark red with the contradicting sentence, which the page also lists
+    under the sources; answer sentences that are not fully supported end with a verdict badge."""
     notes = _footnotes(result)
     conflicts = _conflicts(result)
     text = result.response
@@ -261,6 +261,14 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         + "</li>"
         for n, cited in notes.values()
     ]
+    # The contradicting sentences, listed as the markdown's [^xN] notes are: a reader who
+    # prints the page or cannot hover still sees what each x-marker points at.
+    against = "".join(
+        f'<li id="x{n}"><b>x{n}</b>: contradicted by <b>{html.escape(source_label(sent))}</b>: '
+        f"&ldquo;{html.escape(sent.sentence)}&rdquo;</li>"
+        for n, sent in conflicts.values()
+    )
+    contradicting = f'<h2>Contradicting sentences</h2><ul class="notes">{against}</ul>' if against else ""
     query = f"<p><b>Question:</b> {html.escape(result.query)}</p>" if result.query else ""
     data = html.escape(
         json.dumps({"citations": [c.to_dict() for c in result.citations],
@@ -271,7 +279,7 @@ def render_html(result: AttributionResult, *, title: str = "Answer with citation
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{query}<p class=\"answer\">{''.join(parts)}</p>"
-        f"<h2>Sources</h2><ol class=\"notes\">{''.join(items)}</ol>"
+        f"<h2>Sources</h2><ol class=\"notes\">{''.join(items)}</ol>{contradicting}"
         f'<script type="application/json" id="citations">{data}</script>'
         f"<script>{_JS}</script></body></html>\n"
     )

@@ -284,10 +284,16 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     view = _visible(text)
     units: list[Keyword] = []
     for a, b in split_sentences(view):
-        if _CJK.search(view, a, b) is None:
-            units.extend(_sentence_keywords(view, a, b))
-        else:
+        if _CJK.search(view, a, b) is not None:
             units.extend(_cjk_sentence_keywords(view, a, b))
+        elif _shouted(view[a:b]):
+            # A sentence in capitals says nothing by its capitals ("BARACK OBAMA WAS BORN IN
+            # HONOLULU." was one name): its words are read in lower case, the match rule
+            # compares them folded.
+            lowered = view[:a] + view[a:b].lower() + view[b:]
+            units.extend(Keyword(k.start, k.end, view[k.start : k.end], k.kind) for k in _sentence_keywords(lowered, a, b))
+        else:
+            units.extend(_sentence_keywords(view, a, b))
     patterns = (CITATION_MARKER, MARKUP) if skip_markup else (CITATION_MARKER,)
     markers = [m.span() for pattern in patterns for m in pattern.finditer(view)]
     if markers:
@@ -335,6 +341,18 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 
 # Combining marks (a decomposed "u\u0308" is "ü"): part of the letter they follow.
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+_CAPITALS_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _shouted(sentence: str) -> bool:
+    """Whether a sentence is written in capitals: three words of letters or more, no
+    lower-case letter, and lower-casing keeps its length (offsets stay the same)."""
+    return (
+        not any(ch.islower() for ch in sentence) and len(_CAPITALS_WORD.findall(sentence)) >= 3
+        and len(sentence.lower()) == len(sentence)
+    )
 
 
 def composed(text: str) -> str:

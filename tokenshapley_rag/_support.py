@@ -1141,13 +1141,15 @@ def keyword_status(
                 placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
-            if subject_held is not None and claim_held is not None and not is_subject:
+            if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
                 # ... and a page about several people or things holds each one's values: a
                 # value that only its sentences about another name hold is that name's
                 # ("Marie Curie was born in 1859." against "Pierre Curie was born in 1859.
                 # Marie Curie was born in 1867."; a table's row "| Jupiter | 95 |" for
                 # Uranus), contradicted by the page's sentence on the subject that states
-                # another value of its kind and as much of the claim.
+                # another value of its kind and as much of the claim. Not a word that is a
+                # name only by the sources' spelling (``agreement=None``: "written", which a
+                # page's byline opens with, "Written by ...").
                 swapped = _subject_sentence_rival(k, agreeing, subject_held, sentence_document, facts, answer, claim_held)
                 if swapped >= 0:
                     return "contradicted", np.zeros_like(held), swapped
