@@ -1082,9 +1082,9 @@ def keyword_status(
     ``is_subject``: ``k`` is its claim's subject (checked against the documents holding the
     most of the claim's other values). ``subject_held``: the sentences that hold the claim's
     subject, or stand for it (a pronoun sentence on its page); a value that the anchor holds
-    only in sentences naming someone else, not the subject, is contradicted by the subject's
-    sentence of the same page that states another value of its kind and at least as many of
-    the claim's other keywords (:func:`_subject_sentence_rival`).
+    only in sentences about someone else, none holding the subject, is contradicted by the
+    page's sentence about the subject that states another value of its kind and at least as
+    many of the claim's other keywords (:func:`_subject_sentence_rival`).
 
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
@@ -1280,9 +1280,13 @@ def _placed_rival(
 
 def _about(f: SentenceFacts) -> str:
     """Whom or what sentence ``f`` is about: the name a pronoun opening it stands for, else
-    its first name, else the capitalised word opening it (a table row's first cell, "|
-    Jupiter | 95 |", whose capital the segmenter does not read as a name). "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver; "" when
-    it names nothing."""
+    its first name, else the capitalised word opening it (a table row's first cell,
+    "| Jupiter | 95 |", whose capital the segmenter does not read as a name); "" when it
+    names nothing. "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver.
+
+    >>> [_about(sentence_facts(t)) for t in ("Acme Corp is headquartered in Denver.", "| Jupiter | 95 |", "It is tall.")]
+    ['acme corp', 'jupiter', '']
+    """
     if f.implied:
         return f.implied[0]
     if f.names:
