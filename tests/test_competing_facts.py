@@ -177,7 +177,8 @@ def test_a_count_is_contradicted_only_by_another_count(ts):
 # topic"): a value only another document holds was taken from another claim.
 # (question, answer, wrong keyword, the document whose sentence contradicts it or None)
 ASKED_WRONG = [
-    ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened in 1883.", "1883", None),
+    # its page's "opened to traffic in 1937" holds the rest of the claim: contradicted (was unsupported)
+    ("When did the Golden Gate Bridge open?", "The Golden Gate Bridge opened in 1883.", "1883", "goldengate1"),
     ("Who designed the Golden Gate Bridge?", "The Golden Gate Bridge was designed by John Augustus Roebling.",
      "John Augustus Roebling", "goldengate1"),
     ("Who was the chief engineer of the Brooklyn Bridge?",

@@ -1199,6 +1199,14 @@ def keyword_status(
         and not any(kind == "number" and stem in neighbours for kind, stem, _ in facts[rival].placed)
     ):
         return "contradicted", np.zeros_like(held), rival
+    if not held.any() and k.kind in ("number", "date") and claim_held is not None and claim_size > 0:
+        # ... and by a sentence that holds the whole rest of its claim with another value of
+        # its kind, whatever the predicate game makes of it: "Mars has three moons." against
+        # "Mars has two small moons, Phobos and Deimos.", "The astronauts collected 23.5 kg of
+        # lunar samples." against "... collected 21.5 kg of lunar samples."
+        for j in _claim_sentences(pool, held, claim_held, at_least=claim_size):
+            if states_other_value(k, facts[j], answer):
+                return "contradicted", np.zeros_like(held), j
     if held.any():
         return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
     return "unsupported", held, -1
