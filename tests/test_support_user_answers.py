@@ -38,6 +38,13 @@ ROWS = [
     # "USA" was contradicted by the sentence naming the United States; "JFK" was a word
     ("Where is it?", ["The Statue of Liberty stands in New York City, United States."], "The Statue of Liberty is in NYC, USA.", "USA", "supported", "0"),
     ("Who was shot?", ["John F. Kennedy was assassinated in Dallas in 1963."], "JFK was assassinated in 1963.", "JFK", "supported", "0"),
+    # a number the question states is what was asked about: "3.12" was contradicted by 3.11's page
+    ("When was Python 3.12 released?", ["Python 3.11 was released on 24 October 2022.", "Python 3.12 was released on 2 October 2023."],
+     "Python 3.12 was released on 24 October 2022.", "3.12", "supported", "1"),
+    ("When was Python 3.12 released?", ["Python 3.11 was released on 24 October 2022.", "Python 3.12 was released on 2 October 2023."],
+     "Python 3.12 was released on 24 October 2022.", "24 October 2022", "contradicted", "1"),
+    # a count in words held nowhere, against the sentence holding the rest of its claim
+    ("How many moons does Mars have?", ["Mars has two small moons, Phobos and Deimos."], "Mars has three moons.", "three", "contradicted", "0"),
     # an answer in capitals was one unsupported name
     ("WHERE WAS OBAMA BORN?", ["Barack Obama was born in Honolulu."], "BARACK OBAMA WAS BORN IN HONOLULU.", "HONOLULU", "supported", "0"),
     # a clause that leaves its verb out ("and Apple in 1976 by Steve Jobs") was the first clause's list item

@@ -473,6 +473,12 @@ def keyword_statuses(
                 documents_holding(holding_masks(asked, facts, sentence_document), sentence_document, n_documents)
             )
     held_anywhere = held_by_document.any(axis=1).tolist()
+    asked_facts_of_query = [sentence_facts(query)] if query.strip() else []
+    asked_value = [
+        bool(asked_facts_of_query) and cited[r][0].kind in ("number", "date") and not denied_kw[r]
+        and bool(holding_mask(kfacts[r], asked_facts_of_query, np.zeros(1, dtype=np.int64)).any())
+        for r in range(n_kw)
+    ]
 
     @functools.cache
     def subject_sentences(s: int) -> np.ndarray:
@@ -492,8 +498,11 @@ def keyword_statuses(
         on_topic = topic.get(kw_claim[r], False)
         if question_anchor is not None and r in bare_set:
             the_subject, on_topic = None, True
-        if on_topic and the_subject == r:
-            # The question's own subject is not checked against the answer's values.
+        if (on_topic and the_subject == r) or (asked_value[r] and held[r].any()):
+            # The question's own subject is not checked against the answer's values, nor is
+            # a number or date the question states and the answer does not deny ("When was
+            # Python 3.12 released?": the answer's "3.12" is what was asked about, not what it
+            # claims; "Marseille is not the oldest city" is judged as a denial).
             statuses.append("supported" if held[r].any() else "unsupported")
             allowed[r] = held[r]
             rivals.append(-1)
