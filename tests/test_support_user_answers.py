@@ -64,6 +64,10 @@ ROWS = [
      "Halvorsen Shipping has 3,400 employees.", "Halvorsen Shipping", "supported", "1"),
     ("How many employees does Halvorsen have?", ["Pellucid Software has 3,400 employees.", "Halvorsen Shipping operates 64 vessels."],
      "Halvorsen Shipping has 3,400 employees.", "3,400", "unsupported", None),
+    # one sentence holding two values, each beside its own name: the other name's was supported
+    ("How tall is K2?", ["Mount Everest (8,849 m) is taller than K2 (8,611 m)."], "K2 is 8,849 m high.", "8,849 m", "contradicted", "0"),
+    ("How tall is K2?", ["Mount Everest (8,849 m) is taller than K2 (8,611 m)."], "K2 is 8,611 m high.", "8,611 m", "supported", "0"),
+    ("How tall is Everest?", ["Mount Everest (8,849 m) is taller than K2 (8,611 m)."], "Mount Everest is 8,849 m high.", "8,849 m", "supported", "0"),
     # the same number in another unit, or another currency, is another value
     ("How much does it store?", ["The Model X battery stores 75 kWh of energy."], "The Model X battery stores 75 Wh of energy.", "75 Wh", "contradicted", "0"),
     ("How much was the fine?", ["The bank was fined £1.5 million."], "The bank was fined $1.5 million.", "$1.5 million", "contradicted", "0"),

@@ -571,6 +571,7 @@ def keyword_statuses(
             predicate_weight=float(predicate_weight[r]), topic=on_topic, neighbours=neighbours[r],
             claim_held=claim_held, claim_size=claim_size, is_subject=the_subject == r,
             subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
+            subject_words=() if the_subject is None or the_subject == r else kfacts[the_subject].words,
         )
         status, ok, rival = judge(subject_sources=subject_sources)
         if status == "supported" and narrowed is not None and not np.array_equal(narrowed, subject_sources):

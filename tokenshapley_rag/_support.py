@@ -1017,6 +1017,7 @@ def keyword_status(
     claim_size: int = 0,
     is_subject: bool = False,
     subject_held: np.ndarray | None = None,
+    subject_words: tuple[str, ...] = (),
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -1141,6 +1142,14 @@ def keyword_status(
                 placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
+            if subject_words and k.kind in ("number", "date"):
+                # ... and a sentence holds several values, each beside its own name: one
+                # that every holder places beside another name, while it places another
+                # value beside the claim's subject, is that name's ("K2 is 8,849 m high."
+                # against "Mount Everest (8,849 m) is taller than K2 (8,611 m).").
+                beside = _placed_beside_another(k, agreeing, facts, subject_words)
+                if beside >= 0:
+                    return "contradicted", np.zeros_like(held), beside
             if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
                 # ... and a page about several people or things holds each one's values: a
                 # value that only its sentences about another name hold is that name's
@@ -1284,6 +1293,35 @@ def _placed_rival(
             if kind != "name" and set(values) != k.numbers:
                 return j
     return -1
+
+
+def _placed_beside_another(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], subject_words: tuple[str, ...]
+) -> int:
+    """The first of ``holders`` when every one of them places the keyword's value beside
+    another name (:attr:`SentenceFacts.placed`, "=" marks a name beside a value) and
+    another value of its kind beside the claim's subject (its last word's light stem);
+    else -1.
+
+    >>> facts = [sentence_facts("Mount Everest (8,849 m) is taller than K2 (8,611 m).")]
+    >>> _placed_beside_another(keyword_facts("8,849 m", "number"), np.array([True]), facts, ("k2",))
+    0
+    >>> _placed_beside_another(keyword_facts("8,849 m", "number"), np.array([True]), facts, ("mount", "everest"))
+    -1
+    """
+    subject = "=" + light_stem(subject_words[-1])
+    found = -1
+    for j in np.flatnonzero(holders).tolist():
+        placed = facts[j].placed
+        own = [set(values) for kind, place, values in placed if kind == k.kind and place == subject]
+        elsewhere = any(
+            kind == k.kind and place.startswith("=") and place != subject and set(values) == k.numbers
+            for kind, place, values in placed
+        )
+        if not (own and all(values != k.numbers for values in own) and elsewhere):
+            return -1
+        found = j if found < 0 else found
+    return found
 
 
 def _about(f: SentenceFacts) -> str:
