@@ -70,16 +70,17 @@ _BEFORE_HEAD = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w'\u2019-]*")
 
 
-def negation_heads(text: str) -> list[tuple[int, int]]:
-    """The word each denial denies first (:func:`negation_scopes`): the first word of its
-    scope that is not an auxiliary, an adverb like "ever" or an article, usually its verb.
+def negation_heads(text: str, scopes: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """The word each denial denies first (:func:`negation_scopes`, or ``scopes`` when the
+    caller has them): the first word of its scope that is not an auxiliary, an adverb like
+    "ever" or an article, usually its verb.
 
     >>> t = "Halvorsen Shipping did not pay a dividend, and it has never been sold."
     >>> [t[a:b] for a, b in negation_heads(t)]
     ['pay', 'sold']
     """
     heads = []
-    for a, b in negation_scopes(text):
+    for a, b in negation_scopes(text) if scopes is None else scopes:
         for m in _WORD.finditer(text, a, b):
             if m.group().lower() not in _BEFORE_HEAD:
                 heads.append(m.span())

@@ -513,7 +513,7 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             units.append(Keyword(start, start + constant.end(1), constant.group(1), "date"))
             start, piece, kind = start + constant.start(2), constant.group(2), "word"
         units.append(Keyword(start, end, piece, kind))
-    compounds = [m.span() for m in _COMPOUND_NUMBER.finditer(text, begin, stop)]
+    compounds = [m.span() for m in _compound_numbers(text, begin, stop)]
     if compounds:  # "two hundred and fifty" is one count, not "two" and "fifty"
         whole = [Keyword(a, b, text[a:b], "number") for a, b in compounds]
         units = sorted(
@@ -741,7 +741,7 @@ def word_number_spans(text: str) -> list[tuple[int, int, str]]:
     >>> [v for _, _, v in word_number_spans("Two hundred and fifty came, a thousand left, three thousand four hundred stayed.")]
     ['250', '1000', '3400']
     """
-    out = [(m.start(), m.end(), str(_compound_value(m.group()))) for m in _COMPOUND_NUMBER.finditer(text)]
+    out = [(m.start(), m.end(), str(_compound_value(m.group()))) for m in _compound_numbers(text, 0, len(text))]
     taken = [(a, b) for a, b, _ in out]
     for m in _NUMBER_WORD.finditer(text):
         value = word_number_value(m.group())
@@ -760,6 +760,16 @@ _COMPOUND_NUMBER = re.compile(
     rf"(?:\s+(?:and\s+)?{_BELOW_100})?)?(?![\w-])",
     re.IGNORECASE,
 )
+
+
+def _compound_numbers(text: str, begin: int, end: int) -> list[re.Match[str]]:
+    """The :data:`_COMPOUND_NUMBER` matches of ``text[begin:end]``; the scan runs only where
+    "hundred" or "thousand" occurs (most sentences have neither, and the scan is the costly
+    part of segmenting them)."""
+    part = text[begin:end].lower()
+    if "hundred" not in part and "thousand" not in part:
+        return []
+    return list(_COMPOUND_NUMBER.finditer(text, begin, end))
 
 
 def _compound_value(phrase: str) -> int:

@@ -274,6 +274,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     keywords = find_keywords(text, skip_markup=False)  # a source's heading names its topic
     names = tuple(" ".join(name_words(k.text)) for k in keywords if k.kind == "name" and name_words(k.text))
     values = all_values(text)
+    scopes = negation_scopes(text)
     return SentenceFacts(
         numbers=frozenset(v for _, _, v in values),
         months=frozenset(MONTHS[w.rstrip(".")] for w in words if w.rstrip(".") in MONTHS and len(w) >= 3),
@@ -289,8 +290,8 @@ def sentence_facts(text: str) -> SentenceFacts:
         counts=frozenset(v for k in keywords if k.kind == "number" for v in cardinal_values(k.text)),
         ranks=frozenset(v for k in keywords if k.kind == "number" for v in rank_values(k.text)),
         dates=frozenset(v for k in keywords if k.kind == "date" for _, _, v in all_values(k.text)),
-        denied=_denied(text),
-        denied_heads=frozenset(light_stem(fold(text[a:b])) for a, b in negation_heads(text)),
+        denied=_denied(text, scopes),
+        denied_heads=frozenset(light_stem(fold(text[a:b])) for a, b in negation_heads(text, scopes)),
         measures=frozenset(m for _, _, m in measures(text, values=values)) | fraction_measures(text),
         pairs=frozenset(p for k in keywords if k.kind == "number" and (p := _dash_pair(k.text)) is not None),
         placed=_placed(keywords, values),
@@ -402,10 +403,11 @@ def _dash_pair(text: str) -> tuple[str, ...] | None:
     return values if len(values) == 2 else None
 
 
-def _denied(text: str) -> frozenset[str]:
-    """The facts ``text`` states inside negation scopes: folded words, light stems, values."""
+def _denied(text: str, scopes: list[tuple[int, int]]) -> frozenset[str]:
+    """The facts ``text`` states inside its negation scopes (:func:`negation_scopes`):
+    folded words, light stems, values."""
     out: set[str] = set()
-    for a, b in negation_scopes(text):
+    for a, b in scopes:
         part = text[a:b]
         words = [fold(w) for w in word_pieces(part)]
         out.update(words)
