@@ -1302,8 +1302,8 @@ def _placed_beside_another(
 ) -> int:
     """The first of ``holders`` when every one of them places the keyword's value beside
     another name (:attr:`SentenceFacts.placed`, "=" marks a name beside a value) and
-    another value of its kind beside the claim's subject (its last word's light stem);
-    else -1.
+    another value of its kind, sharing none of the keyword's, beside the claim's subject
+    (its last word's light stem); else -1.
 
     >>> facts = [sentence_facts("Mount Everest (8,849 m) is taller than K2 (8,611 m).")]
     >>> _placed_beside_another(keyword_facts("8,849 m", "number"), np.array([True]), facts, ("k2",))
@@ -1320,7 +1320,9 @@ def _placed_beside_another(
             kind == k.kind and place.startswith("=") and place != subject and set(values) == k.numbers
             for kind, place, values in placed
         )
-        if not (own and all(values != k.numbers for values in own) and elsewhere):
+        # another value shares none of the keyword's ("1217" beside the subject is part of
+        # "Saturday 20 May 1217", not another date)
+        if not (own and all(not values & k.numbers for values in own) and elsewhere):
             return -1
         found = j if found < 0 else found
     return found
