@@ -128,8 +128,7 @@ def is_acronym(word: str) -> bool:
 
 
 # A run of capitalised words, joined by the small words an acronym leaves out ("Centers for
-# Disease Control and Prevention").
-# A run of capitalised words, a middle initial's period included ("John F. Kennedy").
+# Disease Control and Prevention"), a middle initial's period included ("John F. Kennedy").
 _CAPITAL_RUN = re.compile(
     rf"{_UP}[\w'’\-]*(?:\s+(?:(?:of|for|and|the|on|in|de|&)\s+)*(?:{_UP}\.(?=\s+{_UP})|{_UP}[\w'’\-]*))*"
 )

@@ -513,11 +513,16 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             units.append(Keyword(start, start + constant.end(1), constant.group(1), "date"))
             start, piece, kind = start + constant.start(2), constant.group(2), "word"
         units.append(Keyword(start, end, piece, kind))
-    compounds = [m.span() for m in _compound_numbers(text, begin, stop)]
+    compounds = [
+        (a, b) for a, b in (m.span() for m in _compound_numbers(text, begin, stop))
+        # not where a unit runs out of it ("Seven Thousand Islands" stays a name)
+        if not any(k.start < b and k.end > a and not (a <= k.start and k.end <= b) for k in units)
+    ]
     if compounds:  # "two hundred and fifty" is one count, not "two" and "fifty"
         whole = [Keyword(a, b, text[a:b], "number") for a, b in compounds]
         units = sorted(
-            [k for k in units if not any(a <= k.start < b for a, b in compounds)] + whole, key=lambda k: k.start
+            [k for k in units if not any(a <= k.start and k.end <= b for a, b in compounds)] + whole,
+            key=lambda k: k.start,
         )
     return units
 
