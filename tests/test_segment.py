@@ -166,6 +166,10 @@ def test_a_count_of_hundreds_in_words_is_one_number():
     answer = "Two hundred and fifty delegates came; about three thousand four hundred stayed."
     assert [k.text for k in find_keywords(answer) if k.kind == "number"] == ["Two hundred and fifty", "three thousand four hundred"]
     assert [v for _, _, v in word_number_spans(answer)] == ["250", "3400"]
+    # ... and so are millions and dozens: "two million" was "two" (2) and a word
+    assert [k.text for k in find_keywords("It has two million people and half a million cars, a dozen each.")
+            if k.kind == "number"] == ["two million", "half a million", "a dozen"]
+    assert [v for _, _, v in word_number_spans("two million, half a million, a dozen")] == ["2000000", "500000", "12"]
     # ... unless a name runs out of it: every word keeps its one unit
     assert [k.text for k in find_keywords("Seven Thousand Islands is a band.") if k.citable] == ["Seven Thousand Islands", "band"]
 

@@ -33,6 +33,10 @@ ROWS = [
     # a count of hundreds in words was its parts, "Two" and "fifty", which contradicted 250
     ("How many delegates?", ["Two hundred and fifty delegates attended."], "250 delegates attended.", "250", "supported", "0"),
     ("How many delegates?", ["Two hundred and fifty delegates attended."], "260 delegates attended.", "260", "contradicted", "0"),
+    # "two million" was "two" (2), unsupported against "2 million"; "a dozen" was a word
+    ("How many people?", ["The city has 2 million inhabitants."], "The city has two million inhabitants.", "two million", "supported", "0"),
+    ("How many people?", ["The city has 2 million inhabitants."], "The city has three million inhabitants.", "three million", "contradicted", "0"),
+    ("How many eggs?", ["The recipe needs 12 eggs."], "The recipe needs a dozen eggs.", "a dozen", "supported", "0"),
     # a German source's scale word ("Millionen") was not read: 3.7 million was contradicted by 3,7
     ("How many people live in Berlin?", ["Berlin hat rund 3,7 Millionen Einwohner."], "Berlin has about 3.7 million inhabitants.", "3.7 million", "supported", "0"),
     # "USA" was contradicted by the sentence naming the United States; "JFK" was a word

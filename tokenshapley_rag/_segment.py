@@ -745,6 +745,8 @@ def word_number_spans(text: str) -> list[tuple[int, int, str]]:
     [(12, 25, '3'), (39, 42, '2')]
     >>> [v for _, _, v in word_number_spans("Two hundred and fifty came, a thousand left, three thousand four hundred stayed.")]
     ['250', '1000', '3400']
+    >>> [v for _, _, v in word_number_spans("two million, half a million, a dozen, two dozen")]
+    ['2000000', '500000', '12', '24']
     """
     out = [(m.start(), m.end(), str(_compound_value(m.group()))) for m in _compound_numbers(text, 0, len(text))]
     taken = [(a, b) for a, b, _ in out]
@@ -755,42 +757,51 @@ def word_number_spans(text: str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-# A count of hundreds or thousands in words ("two hundred and fifty", "a thousand", "three
-# thousand four hundred"): one value, not its parts (250, not 2 and 50).
+# A count in words with a scale ("two hundred and fifty", "a thousand", "three thousand four
+# hundred", "two million", "a dozen", "half a million"): one value, not its parts (250, not 2
+# and 50; 2,000,000, not 2).
 _BELOW_100 = (
     rf"(?:(?:{'|'.join(_TENS)})(?:-(?:{'|'.join(_ONES)}))?|{'|'.join(sorted(_UNITS, key=len, reverse=True))}|one)"
 )
+_SCALE_WORDS = ("hundred", "thousand", "million", "billion", "trillion", "dozen")
 _COMPOUND_NUMBER = re.compile(
-    rf"\b(?:a|{_BELOW_100})\s+(?:hundred|thousand)(?:\s+(?:and\s+)?{_BELOW_100}(?:\s+hundred)?"
+    rf"\b(?:half\s+a|a|{_BELOW_100})\s+(?:{'|'.join(_SCALE_WORDS)})(?:\s+(?:and\s+)?{_BELOW_100}(?:\s+hundred)?"
     rf"(?:\s+(?:and\s+)?{_BELOW_100})?)?(?![\w-])",
     re.IGNORECASE,
 )
+_SCALE_POWERS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000, "trillion": 1_000_000_000_000}
 
 
 def _compound_numbers(text: str, begin: int, end: int) -> list[re.Match[str]]:
-    """The :data:`_COMPOUND_NUMBER` matches of ``text[begin:end]``; the scan runs only where
-    "hundred" or "thousand" occurs (most sentences have neither, and the scan is the costly
-    part of segmenting them)."""
+    """The :data:`_COMPOUND_NUMBER` matches of ``text[begin:end]``; the scan runs only where a
+    scale word occurs (most sentences have none, and the scan is the costly part of
+    segmenting them)."""
     part = text[begin:end].lower()
-    if "hundred" not in part and "thousand" not in part:
+    if not any(word in part for word in _SCALE_WORDS):
         return []
     return list(_COMPOUND_NUMBER.finditer(text, begin, end))
 
 
 def _compound_value(phrase: str) -> int:
-    """The value of a :data:`_COMPOUND_NUMBER` match: "two hundred and fifty" is 250."""
-    total = current = 0
-    for word in phrase.casefold().split():
-        if word == "and":
+    """The value of a :data:`_COMPOUND_NUMBER` match: "two hundred and fifty" is 250, "half a
+    million" 500000, "two dozen" 24."""
+    total, current = 0, 0.0
+    words = phrase.casefold().split()
+    for i, word in enumerate(words):
+        if word == "and" or (word == "a" and i > 0 and words[i - 1] == "half"):
             continue
-        if word == "hundred":
+        if word == "half":
+            current = 0.5
+        elif word == "hundred":
             current = (current or 1) * 100
-        elif word == "thousand":
-            total, current = total + (current or 1) * 1000, 0
+        elif word == "dozen":
+            current = (current or 1) * 12
+        elif word in _SCALE_POWERS:
+            total, current = total + int((current or 1) * _SCALE_POWERS[word]), 0.0
         else:
             parts = word.split("-")
             current += 1 if parts[0] in ("a", "one") else _CARDINAL_WORDS[parts[0]] + (_ONES[parts[1]] if len(parts) > 1 else 0)
-    return total + current
+    return total + int(current)
 
 
 # Runs of word characters; a CJK character is a run of its own (its scripts put no spaces
