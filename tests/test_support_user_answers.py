@@ -39,6 +39,9 @@ ROWS = [
     ("How many eggs?", ["The recipe needs 12 eggs."], "The recipe needs a dozen eggs.", "a dozen", "supported", "0"),
     # a German source's scale word ("Millionen") was not read: 3.7 million was contradicted by 3,7
     ("How many people live in Berlin?", ["Berlin hat rund 3,7 Millionen Einwohner."], "Berlin has about 3.7 million inhabitants.", "3.7 million", "supported", "0"),
+    # a German or French source's date: its month name was not read
+    ("When did it open?", ["Der Eiffelturm wurde am 31. März 1889 eröffnet."], "The Eiffel Tower opened on 31 March 1889.", "31 March 1889", "supported", "0"),
+    ("When was it taken?", ["La Bastille fut prise le 14 juillet 1789."], "The Bastille was stormed on July 14, 1789.", "July 14, 1789", "supported", "0"),
     # "USA" was contradicted by the sentence naming the United States; "JFK" was a word
     ("Where is it?", ["The Statue of Liberty stands in New York City, United States."], "The Statue of Liberty is in NYC, USA.", "USA", "supported", "0"),
     ("Who was shot?", ["John F. Kennedy was assassinated in Dallas in 1963."], "JFK was assassinated in 1963.", "JFK", "supported", "0"),

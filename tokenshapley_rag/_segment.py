@@ -194,6 +194,10 @@ class Keyword:
 _OPENS_SENTENCE = STOPWORDS | FILLERS | frozenset("later today instead otherwise overall".split())
 
 
+# A German month name: after "31." it goes on with the date ("am 31. März 1889").
+_GERMAN_MONTH = re.compile(r"(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember)\b")
+
+
 def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
     """Whether a period-like match really ends a sentence (not an abbreviation, initial
     or decimal point)."""
@@ -216,6 +220,8 @@ def _ends_sentence(text: str, start: int, match: re.Match) -> bool:
         return word[:1].isupper() and len(word) > 1 and word.lower() in _OPENS_SENTENCE
     if raw.isdigit() and len(raw) <= 3 and not text[start : before.start()].strip() and "\n" not in text[match.end() : nxt]:
         return False  # a numbered list's item number ("1. Preheat the oven"), not a sentence
+    if raw.isdigit() and len(raw) <= 2 and _GERMAN_MONTH.match(text, nxt):
+        return False  # a German date's day ("am 31. März 1889")
     word = raw.lower()
     if word in _ABBREVIATIONS and not (len(raw) > 1 and raw.isupper()):
         return False  # "Ms. Smith"; but "MS." is an acronym ("diagnosed with MS. Nevertheless, ...")

@@ -53,6 +53,23 @@ MONTHS = {
     )
     for m in names
 }
+# The months of sources written in German, French, Spanish, Italian and Portuguese (folded:
+# "März" is "marz"), so "31. März 1889" holds "31 March 1889". Words that are also English
+# names are left out: "mars" (the planet), "mayo" (the clinic), "julio", "marco".
+MONTHS |= {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("januar", "janvier", "enero", "gennaio", "janeiro"), ("februar", "fevrier", "febrero", "febbraio", "fevereiro"),
+            ("marz", "marzo"), ("avril", "abril", "aprile"), ("mai", "maggio", "maio"),
+            ("juni", "juin", "junio", "giugno", "junho"), ("juli", "juillet", "luglio", "julho"),
+            ("aout", "agosto"), ("septembre", "septiembre", "settembre", "setembro"),
+            ("oktober", "octobre", "octubre", "ottobre", "outubro"), ("novembre", "noviembre", "novembro"),
+            ("dezember", "decembre", "diciembre", "dicembre", "dezembro"),
+        ]
+    )
+    for m in names
+}
 _MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
     "December",
