@@ -442,13 +442,13 @@ def keyword_statuses(
     # denial. Words are left to the steps below: a common word in a denied clause ("it is
     # not the fracking process itself that causes them") is rarely what the clause denies.
     scopes = negation_scopes(response)
-    denied_kw = [kw.kind in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
+    in_denial = [any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
+    denied_kw = [in_denial[r] and kw.kind in VALUE_KINDS for r, (kw, _) in enumerate(cited)]
     denying = np.zeros_like(held)
     # A word's denial is read at the word a denial denies first, its verb (negation_heads):
     # "paid" against "It did not pay a dividend.", "did not sell" against "It sold two tankers."
-    heads = negation_heads(response)
-    denied_head_kw = [kw.kind not in VALUE_KINDS and any(a < kw.end and kw.start < b for a, b in heads) for kw, _ in cited]
-    denied_kw_word = [kw.kind not in VALUE_KINDS and any(a <= kw.start < b for a, b in scopes) for kw, _ in cited]
+    heads = negation_heads(response, scopes)
+    denied_head = [any(a < kw.end and kw.start < b for a, b in heads) for kw, _ in cited]
     holding = np.flatnonzero(held.any(axis=0))
     denies = holding[[bool(facts[j].denied) for j in holding.tolist()]]  # most sentences deny nothing
     for r, j in zip(*np.nonzero(held[:, denies])):
@@ -534,7 +534,7 @@ def keyword_statuses(
         affirmed_by = held[r] & ~denying[r]
         if cited[r][0].kind not in VALUE_KINDS and (
             judged := _head_denial_status(
-                kfacts[r], denied_kw_word[r], denied_head_kw[r], held[r], in_anchor, facts, predicate[r],
+                kfacts[r], in_denial[r], denied_head[r], held[r], in_anchor, facts, predicate[r],
                 claim_held_total[kw_claim[r]] - held[r],
             )
         ) is not None:

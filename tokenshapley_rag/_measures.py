@@ -14,7 +14,7 @@ import re
 from decimal import Decimal
 
 from tokenshapley_rag._segment import number_value
-from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES
+from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES, names_alternation
 from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
 __all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
@@ -27,13 +27,13 @@ _SCALED = r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0
 _SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b)\s?-?$")
 _UNIT_AFTER = re.compile(
     _SCALED + r"[ \u00a0\u202f-]?("
-    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(UNIT_SIZES, key=len, reverse=True))
+    + names_alternation(UNIT_SIZES)
     + r")(?![\w°²/])",
     re.IGNORECASE,
 )
 _CASED_UNIT_AFTER = re.compile(
     _SCALED + r"[ \u00a0\u202f-]?("
-    + "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(CASED_UNIT_SIZES, key=len, reverse=True))
+    + names_alternation(CASED_UNIT_SIZES)
     + r")(?![\w°²/])"
 )
 

@@ -9,11 +9,12 @@ read by both. Plain data, no imports from the package.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 __all__ = [
     "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_CODES", "CURRENCY_OF", "LENGTH", "MASS", "PERCENT",
     "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS",
-    "unit_names_pattern",
+    "names_alternation", "unit_names_pattern",
 ]
 
 # Scale words of sources written in German, French, Spanish, Italian and Portuguese (folded
@@ -146,5 +147,15 @@ def unit_names_pattern() -> str:
     whitespace; currency signs and "%" are left out (the segmenter reads them apart)."""
     names = {u for table in (LENGTH, MASS, VOLUME, AREA, SPEED, TEMPERATURE, CURRENCIES) for group in table for u in group}
     names |= set(CASED_UNIT_SIZES) | set(PERCENT)
-    names = {u for u in names if any(ch.isalpha() for ch in u)}
-    return "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(names, key=lambda u: (-len(u), u)))
+    return names_alternation(u for u in names if any(ch.isalpha() for ch in u))
+
+
+def names_alternation(names: Iterable[str]) -> str:
+    """A regular expression alternation of ``names`` as written, the longest first (so a
+    longer unit is not read as its prefix, "km/h" as "km"), a space matching any run of
+    whitespace ("square  metres").
+
+    >>> print(names_alternation(["km", "km/h", "sq m"]))
+    km/h|sq\\s+m|km
+    """
+    return "|".join(re.escape(u).replace(r"\ ", r"\s+") for u in sorted(set(names), key=lambda u: (-len(u), u)))

@@ -23,7 +23,13 @@ from tokenshapley_rag._segment import (
     word_number_spans,
     word_number_value,
 )
-from tokenshapley_rag._units import CURRENCY_CODES, FOREIGN_MILLIARDS, FOREIGN_MILLIONS, FOREIGN_THOUSANDS
+from tokenshapley_rag._units import (
+    CURRENCY_CODES,
+    FOREIGN_MILLIARDS,
+    FOREIGN_MILLIONS,
+    FOREIGN_THOUSANDS,
+    names_alternation,
+)
 
 __all__ = [
     "MONTHS",
@@ -204,7 +210,7 @@ _SCALES = {
 }
 _SCALE_AFTER = re.compile(
     r"[ \t\u00a0\u202f-]?(thousand|million|billion|trillion|bn|bln|tn|mn|mln|"
-    + "|".join(re.escape(w) for w in sorted(FOREIGN_THOUSANDS + FOREIGN_MILLIONS + FOREIGN_MILLIARDS, key=len, reverse=True))
+    + names_alternation(FOREIGN_THOUSANDS + FOREIGN_MILLIONS + FOREIGN_MILLIARDS)
     + r")(?!\w)",
     re.IGNORECASE,
 )
