@@ -29,8 +29,8 @@ def _footnotes(result: AttributionResult) -> dict[str, tuple[int, list[SourceAtt
 def footnote_numbers(result: AttributionResult) -> dict[str, int]:
     """The footnote number of each cited source id, by first appearance in the answer.
 
-    These are the ``n`` of the ``[^n]`` markers of :func:`render_markdown` (and the HTML
-    page): a source is numbered by the first supported keyword whose best source it is.
+    These are the ``n`` of the ``[^n]`` markers of :func:`render_markdown` (``[^tsn]`` when
+    the answer has footnotes of its own) and of the HTML page: a source is numbered by the first supported keyword whose best source it is.
     Sources that are retrieved but never cited, or only contradict the answer, get none.
 
     Examples
@@ -71,33 +71,213 @@ def _quote(text: str) -> str:
     return _MARKDOWN_ACTIVE.sub(r"\\\1", text).replace('"', '\\"')
 
 
-# Inline code, and a fenced block's fences with what they hold.
-_INLINE_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+# ---------------------------------------------------------------------------------------------
+# Where a footnote marker may go. A marker is placed right after its keyword unless that
+# would break the answer's own markdown: inside a code span it would show as code, inside a
+# link target, autolink or bare URL it breaks the link, inside a link's text it nests a link
+# in a link, inside math it breaks KaTeX/MathJax, inside a task box "- [x]" the box stops
+# being a box. Such a marker moves to just after the construct. A fenced code block (or a
+# display-math block, or a link reference definition) cannot hold a marker on any of its
+# lines: even after its closing fence a marker stops the fence from closing. The markers of
+# its keywords follow the block on a line of their own, so a reader still sees which sources
+# the block's commands or values come from.
+
+# An opening code fence: its container prefix (blockquote ">", indentation, a list item's
+# marker: "- ```sh") and its fence; a backtick fence's info string holds no backtick (CommonMark).
+_FENCE = re.compile(r"(?P<prefix>(?:[ \t>]|[-*+][ \t]|\d{1,9}[.)][ \t])*?)(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
+# A link reference definition ("[docs]: https://..."), not a footnote definition "[^1]: ...".
+_LINK_DEFINITION = re.compile(r"[ \t]{0,3}\[(?!\^)[^\[\]\n]+\]:[ \t]*\S")
+# Inline constructs a marker may not go inside, in the order markdown reads them at a place.
+# A code span, link text, comment or math span is looked for over at most 400 characters (a
+# link target over 1,000): an opener with no closer would otherwise scan to the paragraph's
+# end, for each opener (quadratic in a long answer full of stray "`", "[" or "\("); a longer
+# span may get a marker inside.
+_INLINE = re.compile(
+    r"(?P<code>(?P<ticks>`+)(?!`)(?:[^\n]|\n(?![ \t]*\n)){1,400}?(?<!`)(?P=ticks)(?!`))"
+    r"|\[\^[^\]\s]+\]"  # a footnote reference the answer already has
+    # an inline link or image, text and target: "[text](url "title")" ("\[" is no link)
+    r"|(?<!\\)!?\[(?:[^\[\]\n\\]|\\.|\[[^\[\]\n]{0,400}\]){0,400}\]"
+    r"\((?:<[^<>\n]{0,1000}>|(?:[^()\s\\]|\\.|\([^()\s]{0,1000}\)){0,1000})(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+    r"|(?<!\\)!?\[(?:[^\[\]\n\\]|\\.){1,400}\]\[[^\[\]\n]{0,400}\]"  # a reference link "[text][ref]"
+    r"|<[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>|<[^\s<>@]+@[^\s<>]+>"  # an autolink
+    r"|<!--(?:[^\n]|\n(?![ \t]*\n)){0,400}?-->|</?[A-Za-z][A-Za-z0-9-]*"  # an HTML comment or tag
+    r"(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?)*\s*/?>"
+    # math: "$$...$$", "\(...\)", "\[...\]" (within a paragraph: no blank line inside)
+    r"|\$\$(?:[^\n]|\n(?![ \t]*\n)){1,400}?\$\$|\\\((?:[^\n]|\n(?![ \t]*\n)){1,400}?\\\)|\\\[(?:[^\n]|\n(?![ \t]*\n)){1,400}?\\\]"
+    # inline math "$E = mc^2$", not two amounts ("$4.2 billion and $3.1 billion"): the
+    # opening "$" is followed and the closing one preceded by a non-space, and no digit
+    # follows the closing one (pandoc's rule)
+    r"|(?<![\\$\w])\$(?![\s$])(?:[^$\n\\]|\\.){1,400}?(?<![\s\\])\$(?![\d$])"
+    # a bare URL; a "|" ends it, as it ends a table cell
+    r"|(?P<url>(?<![\w/@.:-])(?:(?:https?|ftp)://|www\.)(?:[^\s<>()|]|\([^\s<>()|]*\))+)"
+    r"|(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"  # a bare e-mail address
+    r"|(?m:^)[ \t>]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX]\][ \t]+",  # a task-list box and its space
+    re.DOTALL,
+)
+# A bare URL's trailing punctuation ends the sentence, not the URL (as GitHub reads it).
+_URL_TAIL = re.compile(r"[?!.,:;*_~'\"]+$")
+# A run of closing emphasis ("**bold**", "_it_", "~~struck~~") right after a keyword.
+_EMPHASIS_CLOSE = re.compile(r"(?:\*{1,3}|_{1,3}|~~)(?!\w)")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """Each line's (start, end) in ``text``, without its ``\\n`` (markdown's lines: "\\r" is
+    left on the line, and no other separator splits one).
+
+    >>> _lines("a\\nbc\\n")
+    [(0, 1), (2, 4), (5, 5)]
+    """
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _blocks(text: str) -> list[tuple[int, int, str, str]]:
+    """The blocks no marker may go in: fenced code, ``$$`` display math on lines of its own
+    and link reference definitions, each as (start, end, prefix, closer). ``end`` is the end
+    of its last line; ``prefix`` is its container's (blockquote, list indentation), for the
+    line of markers after it; ``closer`` is the fence that closes a fence the answer left open
+    (it would take everything after it, the footnotes too, into the code), else "".
+
+    >>> _blocks("Run:\\n\\n```bash\\npip install x\\n```\\n\\nDone.")
+    [(6, 31, '', '')]
+    >>> _blocks("> ~~~\\n> code")
+    [(0, 12, '> ', '\\n> ~~~')]
+    """
+    lines = _lines(text)
+    out = []
+    i = 0
+    while i < len(lines):
+        a, b = lines[i]
+        line = text[a:b]
+        opening = _FENCE.match(line)
+        if opening is not None:
+            # the markers' line continues the container: a list marker becomes its width in spaces
+            prefix, fence = re.sub(r"[^ \t>]", " ", opening["prefix"]), opening["fence"]
+            close = re.compile(rf"[ \t>]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$")
+            j = next((k for k in range(i + 1, len(lines)) if close.match(text[lines[k][0]:lines[k][1]])), None)
+            if j is None:
+                out.append((a, len(text), prefix, "\n" + prefix + fence))
+                break
+            out.append((a, lines[j][1], prefix, ""))
+            i = j + 1
+            continue
+        stripped = line.lstrip(" \t>")
+        if stripped.startswith("$$") and "$$" not in stripped[2:]:
+            j = next((k for k in range(i + 1, len(lines)) if "$$" in text[lines[k][0]:lines[k][1]]), None)
+            if j is not None:
+                out.append((a, lines[j][1], line[: len(line) - len(stripped)], ""))
+                i = j + 1
+                continue
+        if _LINK_DEFINITION.match(line):
+            out.append((a, b, "", ""))
+        i += 1
+    return out
+
+
+def _inline_spans(text: str, blocks: list[tuple[int, int, str, str]]) -> list[tuple[int, int]]:
+    """The inline constructs outside ``blocks`` that no marker may go inside, in order.
+
+    >>> text = "See [Denver](https://x.org/wiki/Denver), `a`, $E = mc^2$ and www.acme.com."
+    >>> [text[a:b] for a, b in _inline_spans(text, [])]
+    ['[Denver](https://x.org/wiki/Denver)', '`a`', '$E = mc^2$', 'www.acme.com']
+    >>> [text[a:b] for a, b in _inline_spans("It rose from $3.1 billion to $4.2 billion.", [])]
+    []
+    """
+    out = []
+    pos = 0
+    for start, end, _, _ in [*blocks, (len(text), len(text), "", "")]:
+        for m in _INLINE.finditer(text, pos, start):
+            a, b = m.span()
+            tail = _URL_TAIL.search(m["url"]) if m["url"] is not None else None
+            out.append((a, b - len(tail[0]) if tail else b))
+        pos = end
+    return out
+
+
+def _place(at: int, text: str, spans: list[tuple[int, int]]) -> int:
+    """Where a marker for a keyword ending at ``at`` goes: after an inline construct that
+    holds ``at``, then after the emphasis that the keyword ends ("**1889**" -> after "**").
+
+    >>> text = "In [Paris](https://paris.fr) on **31 March 1889**."
+    >>> spans = _inline_spans(text, [])
+    >>> text[:_place(text.index("Paris") + 5, text, spans)]
+    'In [Paris](https://paris.fr)'
+    >>> text[:_place(text.index("1889") + 4, text, spans)]
+    'In [Paris](https://paris.fr) on **31 March 1889**'
+    """
+    at = next((b for a, b in spans if a < at < b), at)
+    close = _EMPHASIS_CLOSE.match(text, at)
+    if close is not None and at > 0 and not text[at - 1].isspace():
+        at = close.end()
+    return at
+
+
+def _labels(text: str) -> str:
+    """The prefix of the footnote labels: "" (``[^1]``, ``[^x1]``, ``[^?]``) unless the answer
+    has footnotes of its own, then the first of "ts", "ts-", "ts--", ... whose labels
+    (``[^ts1]``, ``[^tsx1]``, ``[^ts?]``) none of the answer's labels can be.
+
+    >>> _labels("Paris is in France.")
+    ''
+    >>> _labels("Revenue rose[^1].\\n\\n[^1]: Annual report")
+    'ts'
+    >>> _labels("See[^ts2] and[^ts-x1].")
+    'ts--'
+    """
+    used = set(re.findall(r"\[\^([^\]\s]+)\]", text))
+    if not used:
+        return ""
+    prefix = "ts"
+    while any(label.startswith(prefix) and re.fullmatch(r"\d+|x\d+|\?", label[len(prefix):]) for label in used):
+        prefix += "-"
+    return prefix
 
 
 def render_markdown(result: AttributionResult) -> str:
     """The answer with ``[^n]`` after each supported keyword (``n`` numbers its best source,
     labelled with its display name and page; the footnote quotes the cited sentences),
     ``[^xk]`` after contradicted ones (the contradicting sentence) and ``[^?]`` after
-    unsupported ones, then the footnotes quoting the sentences and a list of the answer
-    sentences that are not fully supported, with their verdicts.
+    unsupported ones, then the footnotes quoting the sentences and, under "Sentences to
+    check:", a list of the answer sentences that are not fully supported, with their verdicts.
 
     Consecutive keywords citing the same source in one sentence share one marker, placed
     after the last of them, so a sentence-long quote gets one footnote, not ten.
+
+    The answer's own markdown stays intact: a marker never goes inside a code span, a link
+    (it follows the whole ``[text](url)``), an autolink, a bare URL, math, an HTML tag or a
+    task-list box, and follows the emphasis that its keyword ends (``**1889**[^1]``). The
+    markers of keywords in a fenced code block follow the block on a line of their own. When
+    the answer has footnotes of its own, the library's are labelled ``[^ts1]``, ``[^tsx1]``
+    and ``[^ts?]`` so that none collides with them.
+
+    >>> from tokenshapley_rag._result import AttributionResult, TokenScores
+    >>> from tokenshapley_rag._types import KeywordCitation, SourceAttribution
+    >>> cited = SourceAttribution("eiffel", 1.0, "It was completed in 1889.", 0, 25, 0)
+    >>> answer = "It opened in [1889](https://www.toureiffel.paris)."
+    >>> kw = KeywordCitation("1889", 14, 18, (cited,), supported=True)
+    >>> print(render_markdown(AttributionResult("", answer, [], [kw], {}, [], TokenScores.empty())))
+    It opened in [1889](https://www.toureiffel.paris)[^1].
+    <BLANKLINE>
+    [^1]: eiffel: "It was completed in 1889."
+    <BLANKLINE>
     """
     notes = _footnotes(result)
     numbers = {key: n for key, (n, _) in notes.items()}
     conflicts = _conflicts(result)
     text = result.response
+    ts = _labels(text)
     inserts: list[tuple[int, str]] = []
     cites = sorted(result.citations, key=lambda c: c.start)
     for i, c in enumerate(cites):
         if c.supported and c.best is not None:
-            marker = f"[^{numbers[c.best.source_id]}]"
+            marker = f"[^{ts}{numbers[c.best.source_id]}]"
         elif c.status == "contradicted" and c.conflict is not None:
-            marker = f"[^x{conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]}]"
+            marker = f"[^{ts}x{conflicts[(c.conflict.source_id, c.conflict.sentence_index)][0]}]"
         else:
-            marker = "[^?]"
+            marker = f"[^{ts}?]"
         nxt = cites[i + 1] if i + 1 < len(cites) else None
         if nxt is not None:
             same = (
@@ -110,31 +290,67 @@ def render_markdown(result: AttributionResult) -> str:
             if same:
                 continue
         inserts.append((c.end, marker))
-    # A marker never goes inside inline code ("`1859`" -> "`1859`[^1]"), where it would show
-    # as code, not as a footnote.
-    code = [m.span() for m in _INLINE_CODE.finditer(text)]
-    inserts = [(next((b for a, b in code if a < at < b), at), marker) for at, marker in inserts]
-    out = []
-    pos = 0
-    for at, marker in inserts:
-        out.append(text[pos:at])
-        out.append(marker)
-        pos = at
-    out.append(text[pos:])
-    lines = ["".join(out), ""]
+    out = "".join(_with_markers(text, inserts))
+    lines = [out, ""]
     for n, cited in notes.values():
         quotes = " … ".join(f'"{_quote(a.sentence)}"' for a in cited)
-        lines.append(f"[^{n}]: {_quote(source_label(cited[0]))}: {quotes}")
+        lines.append(f"[^{ts}{n}]: {_quote(source_label(cited[0]))}: {quotes}")
     for n, sent in conflicts.values():
-        lines.append(f'[^x{n}]: Contradicted by {_quote(source_label(sent))}: "{_quote(sent.sentence)}"')
+        lines.append(f'[^{ts}x{n}]: Contradicted by {_quote(source_label(sent))}: "{_quote(sent.sentence)}"')
     if any(c.status == "unsupported" for c in cites):
-        lines.append("[^?]: Not supported by any source.")
+        lines.append(f"[^{ts}?]: Not supported by any source.")
     checks = [v for v in result.sentences if v.verdict != "supported"]
     if checks:
-        lines.append("")
+        # A paragraph before the list: after an answer that ends in a list, a renderer that
+        # takes the footnote definitions out would otherwise run the two lists together.
+        lines += ["", "**Sentences to check:**", ""]
         for v in checks:
             lines.append(f'- Sentence {v.index + 1} is {_VERDICT_WORDS[v.verdict]}: "{_quote(v.text)}"')
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _with_markers(text: str, inserts: list[tuple[int, str]]) -> list[str]:
+    """``text`` cut at the markers' places (see :func:`_place`), with the markers in between:
+    those of a block's keywords on a line of their own after the block, each marker once per
+    place, in the order of the keywords.
+
+    >>> "".join(_with_markers("Run:\\n```sh\\nrun x\\n```\\nDone.", [(3, "[^?]"), (14, "[^1]"), (25, "[^1]")]))
+    'Run[^?]:\\n```sh\\nrun x\\n```\\n\\n[^1]\\n\\nDone[^1].'
+    """
+    blocks = _blocks(text)
+    spans = _inline_spans(text, blocks)
+    at_place: dict[int, list[str]] = {}
+    after_block: dict[int, list[str]] = {}
+    for at, marker in inserts:
+        block = next((k for k, (a, b, _, _) in enumerate(blocks) if a <= at <= b), None)
+        group = after_block.setdefault(block, []) if block is not None else at_place.setdefault(_place(at, text, spans), [])
+        if marker not in group:
+            group.append(marker)
+    for k, (_, end, prefix, closer) in enumerate(blocks):
+        if closer or k in after_block:
+            # After the block: a blank line, the markers, and a blank line unless one follows.
+            blank = "\n" + prefix.rstrip()
+            line = ""
+            if k in after_block:
+                line = blank + "\n" + prefix + "".join(after_block[k])
+                if not _blank_next(text, end):
+                    line += blank
+            closer = closer[1:] if closer and text.endswith("\n") else closer
+            at_place.setdefault(end, []).insert(0, closer + line)
+    out, pos = [], 0
+    for at in sorted(at_place):
+        out += [text[pos:at], "".join(at_place[at])]
+        pos = at
+    out.append(text[pos:])
+    return out
+
+
+def _blank_next(text: str, end: int) -> bool:
+    """Whether the line after the one ending at ``end`` is blank (or the text ends there)."""
+    if end >= len(text):
+        return True
+    nxt = text.find("\n", end + 1)
+    return not text[end + 1 : len(text) if nxt < 0 else nxt].strip(" \t\r>")
 
 
 _VERDICT_WORDS = {
