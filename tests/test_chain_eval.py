@@ -275,7 +275,7 @@ def test_run_chain_llamaindex_like():
     assert out.answer == "The Colosseum is in Rome."
     assert [s.id for s in out.sources] == ["eiffel", "rome"] and out.ranks == (1, 2)
     assert out.sources[1].metadata == {"title": "rome", "retrieval_score": 0.5}
-    assert set(engine.nodes[0].modes) == {"llm"}  # the text the LLM saw, as the integration reads it
+    assert set(engine.nodes[0].modes) == {"none"}  # content without the metadata header, as the integration reads it
 
     class Dupes:  # repeated node (same id and text) keeps rank 1; a blank node is skipped
         def query(self, q):
@@ -306,7 +306,8 @@ def test_run_chain_real_llamaindex_response():
 
     out = run_chain(Engine(), "Where is Paris?")
     assert out.answer == "In France."
-    assert (out.sources[0].id, out.sources[0].text) == ("n1", "title: Paris\n\nParis is in France.")
+    # the content only: the "title: Paris" header the LLM also saw is metadata, not evidence
+    assert (out.sources[0].id, out.sources[0].text) == ("n1", "Paris is in France.")
     assert out.sources[0].metadata == {"title": "Paris", "retrieval_score": 0.7}
     assert out.sources[0].document is None  # a node parsed from no document
 

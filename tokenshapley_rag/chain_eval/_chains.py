@@ -4,10 +4,11 @@ Chains are duck-typed so that the core never imports a framework:
 
 * **LlamaIndex query engine**: ``engine.query(question)`` returns a ``Response`` with
   ``.response`` (str or None) and ``.source_nodes`` (``NodeWithScore``: ``.node.node_id``,
-  ``.node.get_content(metadata_mode="llm")``, ``.node.metadata``, ``.score``). A
+  ``.node.get_content(metadata_mode="none")``, ``.node.metadata``, ``.score``). A
   ``StreamingResponse`` is drained with ``get_response()`` first. The attributed text is
-  what the LLM saw (``MetadataMode.LLM``, whose value is ``"llm"``), as in the LlamaIndex
-  integration.
+  the node's content without its metadata header (``MetadataMode.NONE``, whose value is
+  ``"none"``), as in the LlamaIndex integration: the ``key: value`` lines the LLM also
+  saw (``file_path: ...``) are labels, not evidence.
 * **LangChain runnable**: ``runnable.invoke({"input": q, "question": q})`` returns a dict
   with ``answer`` (str or a message with str ``content``) and ``context`` (``Document``:
   ``.page_content``, ``.metadata``, ``.id``), which is what ``create_retrieval_chain``
@@ -139,7 +140,7 @@ def _node_source(nws: Any, rank: int) -> tuple[int, Source | None]:
     node_id = getattr(node, "node_id", None) or getattr(node, "id_", None) or str(rank - 1)
     get_content = getattr(node, "get_content", None)
     if callable(get_content):
-        text = get_content(metadata_mode="llm")
+        text = get_content(metadata_mode="none")  # content only: metadata is not evidence
     else:
         text = getattr(node, "text", None)
     if not isinstance(text, str):

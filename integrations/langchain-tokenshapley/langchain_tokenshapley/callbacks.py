@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,19 @@ from langchain_tokenshapley._convert import attribute_documents
 __all__ = ["TokenShapleyCallbackHandler"]
 
 logger = logging.getLogger(__name__)
+
+#: Warned when a root run generated an answer but no retriever ran under it: the documents
+#: came from somewhere the callbacks do not report (a ``RunnableLambda``, a plain function),
+#: and the run would otherwise end with no citations and no word of why.
+NO_RETRIEVER_WARNING = (
+    "TokenShapleyCallbackHandler saw an LLM answer but no retriever run in this chain, so it has no "
+    "documents to cite and records no citations for it (handler.citations is not updated). The handler "
+    "reads documents only from a retriever's callbacks (on_retriever_end): documents returned by a "
+    "RunnableLambda or a plain function are invisible to it. Make the retrieval step a LangChain "
+    "BaseRetriever (vectorstore.as_retriever(), or a BaseRetriever subclass around your function), or "
+    "cite the chain's output dict with TokenShapleyCitations: "
+    "chain.assign(citations=TokenShapleyCitations(ts))."
+)
 
 
 @dataclass
@@ -62,6 +76,13 @@ class TokenShapleyCallbackHandler(BaseCallbackHandler):
     is not attributed. A root run without both a retriever and an LLM under it is ignored
     (nothing is stored); one whose retriever returned nothing, or whose answer is empty,
     gets ``[]``.
+
+    **No retriever.** A root run whose LLM or chat model answered while no retriever ran
+    under it (documents from a ``RunnableLambda``, a common LCEL pattern) cannot be cited:
+    the handler sees documents only through retriever callbacks. It then warns, a
+    ``UserWarning`` once per such root run, naming the fixes: a ``BaseRetriever`` for the
+    retrieval step, or :class:`~langchain_tokenshapley.TokenShapleyCitations` on the
+    chain's output.
 
     **Offsets** ``start`` / ``end`` index into the LLM's generated text (the
     ``response`` of :attr:`results_by_run`), which is the chain's answer as long as the
@@ -193,6 +214,12 @@ class TokenShapleyCallbackHandler(BaseCallbackHandler):
                 self._root_of.pop(member, None)
             capture = self._captures.pop(run_id, None)
         if failed or capture is None:
+            return
+        if capture.generated and not capture.retrieved:
+            # Checked when the root ends, not at on_llm_end: a retriever may still run after
+            # a first LLM call (a query rewrite, an agent's tool). Without this the run
+            # silently leaves no citations, as for a chain with no retrieval at all.
+            warnings.warn(NO_RETRIEVER_WARNING, UserWarning, stacklevel=2)
             return
         if not (capture.retrieved and capture.generated):
             logger.debug("run %s had no retriever or no LLM under it: nothing to attribute", run_id)

@@ -26,6 +26,7 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 import llama_index.postprocessor.tokenshapley as pkg
@@ -164,13 +165,13 @@ def doc_of(response) -> Dict[str, str]:
     return {n.node.node_id: n.node.ref_doc_id for n in response.source_nodes}
 
 
-def llm_text(response, node_id: str) -> str:
+def content(response, node_id: str) -> str:
     node = next(n.node for n in response.source_nodes if n.node.node_id == node_id)
-    return node.get_content(metadata_mode=MetadataMode.LLM)
+    return node.get_content(metadata_mode=MetadataMode.NONE)
 
 
 def check_citations(response, answer: str, expected: Dict[str, str]) -> None:
-    """Offsets exact, sentence offsets index the node's LLM text, known keywords cite the
+    """Offsets exact, sentence offsets index the node's content, known keywords cite the
     expected document."""
     cites = response.metadata["citations"]
     assert cites, "no citations"
@@ -183,7 +184,7 @@ def check_citations(response, answer: str, expected: Dict[str, str]) -> None:
             assert not c["supported"] and c["sources"] == []
         else:
             assert c["node_id"] in docs
-            assert llm_text(response, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
+            assert content(response, c["node_id"])[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
             assert c["score"] > 0 and c["sources"][0]["node_id"] == c["node_id"]
         by_text[c["text"]] = c
     # cited_nodes: the supported citations' nodes, by first citation in the answer (footnote order),
@@ -229,6 +230,49 @@ def test_nodes_of_one_document_share_its_ref_doc_id():
     sources = _node_sources([NodeWithScore(node=n) for n in nodes + [loose]])
     assert len(sources) == len(nodes) + 1 >= 3
     assert [s.document for s in sources] == ["eiffel-doc"] * len(nodes) + [None]
+
+
+class FixedRetriever(BaseRetriever):
+    """Returns the same nodes for every query (the test decides what the LLM sees)."""
+
+    def __init__(self, nodes):
+        self._nodes = list(nodes)
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle):
+        return list(self._nodes)
+
+
+def test_metadata_header_is_not_evidence(pp):
+    """The metadata header in the LLM's prompt (SimpleDirectoryReader keeps ``file_path``)
+    once counted as a source sentence: the file name's 2021 "supported" a wrong year."""
+    acme = (
+        "Acme Corp reported revenue of $4.2 billion in 2023, up 12% from $3.75 billion in 2022. "
+        "The company employs 18,500 people and is headquartered in Denver, Colorado."
+    )
+    node = TextNode(
+        id_="acme", text=acme, excluded_llm_metadata_keys=["page_label"],
+        metadata={"file_path": "/data/acme_annual_report_2021.txt", "title": "Acme 10-K", "page_label": "7"},
+    )
+    prompt_text = node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "file_path: /data/acme_annual_report_2021.txt" in prompt_text and "page_label" not in prompt_text
+    answer = "Acme's revenue was $4.2 billion in 2021. It employs 18,500 people."
+    engine = RetrieverQueryEngine.from_args(
+        FixedRetriever([NodeWithScore(node=node, score=1.0)]), llm=RuleLLM(default=answer),
+        node_postprocessors=[pp], callback_manager=CallbackManager([TokenShapleyCallbackHandler(pp)]),
+    )
+    cites = {c["text"]: c for c in engine.query("What was Acme's revenue?").metadata["citations"]}
+    # the wrong year is contradicted by the content, not supported by the file name
+    assert cites["2021"]["status"] == "contradicted"
+    assert "in 2023" in cites["2021"]["conflict"]["sentence"]
+    assert cites["18,500"]["status"] == cites["$4.2 billion"]["status"] == "supported"
+    for c in cites.values():
+        quoted = [c["sentence"], *(s["sentence"] for s in c["sources"]), (c["conflict"] or {}).get("sentence")]
+        assert not any(q and ("file_path" in q or "title:" in q) for q in quoted), c
+        if c["supported"]:
+            # offsets index the node's own text; the metadata still names the source
+            assert acme[c["sentence_start"] : c["sentence_end"]] == c["sentence"]
+            assert (c["display_name"], c["page"]) == ("Acme 10-K", "7")
 
 
 @pytest.mark.slow
@@ -278,7 +322,7 @@ def test_postprocessor_passes_nodes_and_prepares(ts):
     assert out == nodes and all(a is b for a, b in zip(out, nodes))  # unchanged, same order
     # the datastore was built: preparing again is served from the cache only
     misses = ts.cache.misses
-    ts.prepare([n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes])
+    ts.prepare([n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes])
     assert ts.cache.misses == misses
 
     top = TokenShapleyPostprocessor(ts, top_n=2).postprocess_nodes(nodes, query_bundle=QueryBundle("stars"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import warnings
 
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -226,3 +227,28 @@ def test_handler_failure_never_breaks_the_chain(ts, prompt, lc, caplog):
     assert "documents[0] and documents[1] share the id 'same'" in str(err)
     assert run_id not in handler.citations_by_run and handler.citations == []
     assert any(str(run_id) in r.getMessage() for r in caplog.records)
+
+
+def test_handler_warns_when_documents_do_not_come_from_a_retriever(ts, retriever, prompt, keyed_llm, lc):
+    """Documents from a RunnableLambda (a common LCEL pattern): the handler cannot see them. It
+    used to leave handler.citations empty without a word; it now says what is missing."""
+    from langchain_core.runnables import RunnableLambda
+
+    docs = lc.make_documents()[:2]
+    chain = lc.rag_chain(RunnableLambda(lambda q: docs), prompt, keyed_llm)
+    handler = TokenShapleyCallbackHandler(ts)
+    with pytest.warns(UserWarning, match="no retriever run") as caught:
+        out = chain.invoke({"input": lc.QUESTION}, config={"callbacks": [handler]})
+    assert out["answer"] == lc.ANSWER
+    assert handler.citations == [] and handler.citations_by_run == {}
+    message = str(next(w.message for w in caught if "no retriever run" in str(w.message)))
+    assert "BaseRetriever" in message and "TokenShapleyCitations" in message
+    # the fix the message names works on the same chain
+    out = chain.assign(citations=TokenShapleyCitations(ts)).invoke({"input": lc.QUESTION})
+    assert_reference_citations(out["citations"], out["answer"], out["context"], lc)
+    # and a real retriever gives no warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lc.rag_chain(retriever, prompt, keyed_llm).invoke({"input": lc.QUESTION}, config={"callbacks": [handler]})
+    assert not [w for w in caught if "no retriever run" in str(w.message)]
+    assert_reference_citations(handler.citations, lc.ANSWER, docs, lc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from uuid import UUID, uuid4
@@ -167,20 +168,55 @@ def test_failed_root_run_is_not_attributed():
     assert_clean(h)
 
 
+def llm_only_run(h: TokenShapleyCallbackHandler, root: UUID, *, chat: bool, calls: int = 1) -> None:
+    """An LCEL chain whose documents come from a RunnableLambda: only chains and the LLM report."""
+    h.on_chain_start(None, {}, run_id=root, parent_run_id=None)
+    lam = uuid4()
+    h.on_chain_start(None, {}, run_id=lam, parent_run_id=root)  # the lambda returning documents
+    h.on_chain_end([doc("a")], run_id=lam, parent_run_id=root)
+    for _ in range(calls):
+        llm = uuid4()
+        if chat:
+            h.on_chat_model_start(None, [[HumanMessage("p")]], run_id=llm, parent_run_id=root)
+            gen = ChatGeneration(message=AIMessage("text"))
+        else:
+            h.on_llm_start(None, ["p"], run_id=llm, parent_run_id=root)
+            gen = Generation(text="text")
+        h.on_llm_end(LLMResult(generations=[[gen]]), run_id=llm, parent_run_id=root)
+    h.on_chain_end({}, run_id=root, parent_run_id=None)
+
+
 def test_runs_without_retriever_or_llm_are_ignored():
     core = RecordingCore()
     h = TokenShapleyCallbackHandler(core)
-    # an LLM chain without retrieval
-    root, llm = uuid4(), uuid4()
-    h.on_chain_start(None, {}, run_id=root, parent_run_id=None)
-    h.on_llm_start(None, ["p"], run_id=llm, parent_run_id=root)
-    h.on_llm_end(LLMResult(generations=[[Generation(text="text")]]), run_id=llm, parent_run_id=root)
-    h.on_chain_end({}, run_id=root, parent_run_id=None)
-    # a retriever called on its own (it is its own root)
+    # an LLM chain without retrieval: ignored, with the warning tested below
+    with pytest.warns(UserWarning, match="no retriever run"):
+        llm_only_run(h, uuid4(), chat=False)
+    # a retriever called on its own (it is its own root): no LLM, nothing to say
     ret = uuid4()
-    h.on_retriever_start(None, "q", run_id=ret, parent_run_id=None)
-    h.on_retriever_end([doc("a")], run_id=ret, parent_run_id=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h.on_retriever_start(None, "q", run_id=ret, parent_run_id=None)
+        h.on_retriever_end([doc("a")], run_id=ret, parent_run_id=None)
     assert core.calls == [] and h.citations_by_run == {} and h.last_run_id is None
+    assert_clean(h)
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["llm", "chat-model"])
+def test_llm_without_retriever_warns_once_per_run(chat):
+    # documents from a RunnableLambda: once, citations stayed [] without a word
+    core = RecordingCore()
+    h = TokenShapleyCallbackHandler(core)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # count every call, not Python's once-per-place display
+        llm_only_run(h, uuid4(), chat=chat, calls=2)  # two LLM calls, one run: one warning
+        llm_only_run(h, uuid4(), chat=chat)
+        rag_run(h, uuid4(), "q", [doc("a")], "An answer.", chat=chat)  # a retriever ran: no warning
+        rag_run(h, uuid4(), "q", [], "An answer.", chat=chat)  # it found nothing: still no warning
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(messages) == 2
+    assert all("no retriever run" in m and "BaseRetriever" in m and "TokenShapleyCitations" in m for m in messages)
+    assert len(core.calls) == 1 and len(h.citations_by_run) == 2
     assert_clean(h)
 
 

@@ -22,9 +22,12 @@ What a response gets (``response.metadata``):
     ``end`` are character offsets into the answer text (``str(response)``; for streaming
     responses the concatenated stream), so ``answer[start:end] == text``. ``node_id`` is
     the best supporting node (None when no node supports the keyword, ``supported`` is then
-    False). ``sentence_start`` / ``sentence_end`` are character offsets into
-    ``node.get_content(metadata_mode=MetadataMode.LLM)``, the text the LLM saw (metadata
-    header included), not into ``node.text``. ``score`` is the summed exact Shapley value
+    False). ``sentence_start`` / ``sentence_end`` are character offsets into the node's
+    content, ``node.get_content(metadata_mode=MetadataMode.NONE)`` (``node.text`` for text
+    nodes), so ``node.start_char_idx + sentence_start`` is the sentence in the document the
+    node was parsed from. The ``key: value`` metadata header that LlamaIndex puts before
+    the content in the LLM's prompt is never evidence (see :func:`_node_sources`);
+    ``display_name`` and ``page`` still come from ``node.metadata``. ``score`` is the summed exact Shapley value
     of that sentence for the keyword's tokens (see ``tokenshapley_rag.TokenShapley``);
     ``sources`` lists every supporting sentence, best first.
 ``"attribution"``
@@ -117,16 +120,29 @@ def citation_to_dict(citation: KeywordCitation) -> Dict[str, Any]:
 
 
 def _node_sources(nodes: List[NodeWithScore]) -> List[Source]:
-    """Core sources for nodes: id = node_id, text = what the LLM saw, document = the
-    node's ``ref_doc_id`` (the document it was parsed from). Duplicate node ids
-    keep the first; nodes whose LLM text is blank are skipped (nothing to cite)."""
+    """Core sources for nodes: id = node_id, text = the node's content without its
+    metadata (``get_content(metadata_mode=MetadataMode.NONE)``), metadata = the node's
+    ``metadata`` (for ``display_name`` and ``page``), document = the node's ``ref_doc_id``
+    (the document it was parsed from). Duplicate node ids keep the first; nodes whose
+    content is blank are skipped (nothing to cite).
+
+    The LLM's prompt also holds the metadata header (``MetadataMode.LLM``: the
+    ``key: value`` lines of ``metadata_template``, less ``excluded_llm_metadata_keys``),
+    but that header is a label of the document, not evidence for a claim: cited, a
+    ``file_path: /data/report_2021.txt`` line "supported" a wrong year 2021 in the
+    answer, and a ``title:`` line could contradict a correct number. Only the content
+    can support or contradict a keyword, whichever keys the LLM saw. Offsets then
+    index the document's own text (``node.text``), which is what citations quote, and
+    ``prepare`` caches no header line (sentence keys depend on their sentence alone, so
+    the content's keys are the same as in the LLM text).
+    """
     out: List[Source] = []
     seen: set = set()
     for n in nodes:
         node_id = n.node.node_id
         if node_id in seen:
             continue
-        text = n.node.get_content(metadata_mode=MetadataMode.LLM)
+        text = n.node.get_content(metadata_mode=MetadataMode.NONE)
         if not isinstance(text, str) or not text.strip():
             continue
         seen.add(node_id)
@@ -191,8 +207,9 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
     handler that attributes the answer.
 
     The nodes are passed on unchanged (same objects, same order), or, with ``top_n``, only
-    the ``top_n`` highest-scoring ones (stable on ties). Their LLM text
-    (``node.get_content(metadata_mode=MetadataMode.LLM)``) is encoded and cached with
+    the ``top_n`` highest-scoring ones (stable on ties). Their content
+    (``node.get_content(metadata_mode=MetadataMode.NONE)``: the metadata header the LLM
+    also saw is not evidence, see :func:`_node_sources`) is encoded and cached with
     ``TokenShapley.prepare``, so the attribution after synthesis only encodes the answer.
     If preparing fails the error is logged and the nodes still pass; attribution then
     reports the error in ``metadata["citations_error"]``.
