@@ -205,3 +205,42 @@ def test_markup_is_not_a_claim():
 )
 def test_foreign_function_words_are_not_keywords(answer, citable):
     assert [k.text for k in find_keywords(answer) if k.citable] == citable
+
+
+@pytest.mark.parametrize(
+    "answer, citable",
+    [
+        # underscore emphasis was glued to the keyword: "_", "$4.2" and "billion_", "__Paris__"
+        ("Revenue was _$4.2 billion_ in __Paris__; set ACME_TOKEN.", ["Revenue", "$4.2 billion", "Paris", "set", "ACME_TOKEN"]),
+        # a source named in prose, a superscript marker
+        ("According to Source 2, revenue rose.", ["revenue", "rose"]),
+        ("As stated in Documents 1 and 3, its CEO is Maria Lopez^1.", ["stated", "CEO", "Maria Lopez"]),
+        # a link's target, an autolink and a bare URL are addresses; the link's text is not
+        ("See [the 2023 report](https://acme.com/2023/annual-4.2.pdf) or <https://acme.com/2023>.", ["See", "2023", "report"]),
+        ("Details: https://www.toureiffel.paris/en/news-2023.", ["Details"]),
+        # the generator's list of its sources
+        ("It is 330 m tall.\n\nSources:\n1. Acme 10-K (2023)\n2. Wikipedia", ["330 m", "tall"]),
+        ("It is 330 m tall.\n\n**References:**\n- [1] Eiffel Tower (Wikipedia)", ["330 m", "tall"]),
+        # headings: setext, a bold line alone over more text; a fence's info string; a task box
+        ("Key Facts\n=========\nIt opened in 1889.", ["opened", "1889"]),
+        ("**Visitors**\nNearly 7 million people visit it.", ["7 million", "people", "visit"]),
+        ("Run:\n```bash\npip install acme\n```", ["Run", "pip", "install", "acme"]),
+        ("- [x] Done in 2019", ["2019"]),
+        # a bold list item may be an answer: it stays
+        ("The cities are:\n- **Paris**\n- **Lyon**", ["cities", "Paris", "Lyon"]),
+        # a possessive before an acronym ends a name; a closing quote is not part of one
+        ("Acme’s CEO Maria Lopez lives in ‘Denver’; Joe's Garage is not.", ["Acme’s", "CEO Maria Lopez", "lives", "Denver", "Joe's Garage"]),
+        # a sentence saying what the sources do not say claims nothing; a claim after it does
+        ("The sources do not say who painted it, but it was completed in 1889.", ["completed", "1889"]),
+        ("This is not stated in the provided context. I don't know.", []),
+    ],
+)
+def test_formatting_and_references_are_not_claims(answer, citable):
+    assert [k.text for k in find_keywords(answer) if k.citable] == citable
+
+
+def test_a_year_before_the_common_era_is_negative():
+    from tokenshapley_rag._values import all_values
+
+    assert [v for _, _, v in all_values("Caesar died in 44 BC, Augustus in AD 14, Rome was founded in 753 B.C.")] == [
+        "-44", "14", "-753"]

@@ -20,7 +20,7 @@ from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._names import fold
 from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._result import AttributionResult, TokenScores
-from tokenshapley_rag._segment import Keyword, find_keywords, split_sentences
+from tokenshapley_rag._segment import SECTION_HEADING, Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
@@ -39,6 +39,7 @@ from tokenshapley_rag._support import (
     opens_like_a_name,
     outside_longer_names,
     asked_facts,
+    asks_a_predicate,
     denied_by,
     sentence_facts,
     sentence_verdict,
@@ -461,6 +462,11 @@ def keyword_statuses(
     question_anchor = None
     if bare:
         question, question_weight = question_predicate()
+        if not asks_a_predicate(query):
+            # A request for an overview ("Acme facts?", "Tell me about Napoleon.") states no
+            # predicate: its game only finds a sentence about the subject, any of them, and
+            # "- CEO: Maria Lopez" must not be judged against the page's revenue sentence.
+            question = np.zeros_like(question)
         predicate[bare] = question
         predicate_weight[bare] = question_weight
         # ... and the names it asks about are its subject, the topic: the documents holding
@@ -572,6 +578,7 @@ def keyword_statuses(
             claim_held=claim_held, claim_size=claim_size, is_subject=the_subject == r,
             subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
             subject_words=() if the_subject is None or the_subject == r else kfacts[the_subject].words,
+            subject_named=the_subject is None or the_subject in claim_members[kw_claim[r]],
         )
         status, ok, rival = judge(subject_sources=subject_sources)
         if status == "supported" and narrowed is not None and not np.array_equal(narrowed, subject_sources):
@@ -725,9 +732,10 @@ def claim_subjects(
     protactinium" and "The Haves and the Have Nots premiered in 2013" one each. A claim's
     subject is its first name. A claim with no name, and a sentence that opens with a
     personal pronoun ("She died in 1934 in Warsaw."), go on about the previous claim's
-    subject. A subject is the
-    topic when ``query`` holds it (the match rule) and no number, date or name comes before
-    it in its claim ("According to my sources, for the 2022-23 NBA season, Stephen Curry
+    subject, unless a section's heading stands between them
+    (:data:`~tokenshapley_rag._segment.SECTION_HEADING`). A subject is the topic when
+    ``query`` holds it (the match rule) and no number, date or name comes before it in its
+    claim ("According to my sources, for the 2022-23 NBA season, Stephen Curry
     ..." is not a claim about the NBA).
 
     >>> text = "The city of Lyon is on the Rhône, and Marseille is a port. It is old. In 2020 it had 870,321 people."
@@ -766,7 +774,11 @@ def claim_subjects(
         own = next((r for r in members[c] if keywords[r].kind == "name"), None)
         a, b = answer_spans[kw_sentence[members[c][0]]]
         goes_on = opens_sentence and PRONOUN_OPENER.match(response[a:b]) is not None
-        if c - 1 in subject and (own is None or goes_on):
+        # A section's heading ("## Acme Corp") ends what the claims before it were about.
+        after_heading = c > 0 and SECTION_HEADING.search(
+            response, keywords[members[c - 1][-1]].end, keywords[members[c][0]].start
+        ) is not None
+        if c - 1 in subject and (own is None or goes_on) and not after_heading:
             subject[c], topic[c] = subject[c - 1], topic[c - 1]
         elif own is not None:
             subject[c] = own

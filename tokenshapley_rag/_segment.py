@@ -17,7 +17,7 @@ from tokenshapley_rag._units import CURRENCY_CODES, unit_names_pattern
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
     "word_number_spans", "word_number_value", "spell_number", "rank_superlative_spans", "is_rank_superlative", "is_ordinal",
-    "STOPWORDS", "FILLERS", "FOREIGN_FUNCTION_WORDS", "CITATION_MARKER", "MARKUP", "composed",
+    "STOPWORDS", "FILLERS", "FOREIGN_FUNCTION_WORDS", "CITATION_MARKER", "MARKUP", "SECTION_HEADING", "composed",
 ]
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the dot).
@@ -160,7 +160,9 @@ _KEYWORD = re.compile(
     # "St. Louis"), never after a whole word: "France. It" is two sentences. Dotted
     # initials ("U.S.", "J.D.") and "Jr." keep their periods.
     rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|(?:[\w'’\-]|&(?=[A-Z]))*))"
-    r"(?:\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
+    # A possessive before an acronym ends a name: "Acme's CEO" is Acme's, and its CEO
+    # ("Joe's Garage", "Blazer's Mills" stay whole).
+    r"(?:(?!(?<=[’']s)\s+[A-Z]{2,}(?![\w’']))\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
     rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
     rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|(?:al|el|ul|ad|ud|ibn|bin|abu)-{_UP}[\w'’\-]*"
     rf"|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|(?:[\w'’\-]|&(?=[A-Z]))*)))*"
@@ -302,6 +304,8 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
             units.extend(_sentence_keywords(view, a, b))
     patterns = (CITATION_MARKER, MARKUP) if skip_markup else (CITATION_MARKER,)
     markers = [m.span() for pattern in patterns for m in pattern.finditer(view)]
+    if skip_markup:
+        markers += _refusals(view)
     if markers:
         # A generator's own citation marker ("[1]", "(source 2)") points at a source, and
         # markup (a heading, a table's header, an HTML tag) labels the answer: neither
@@ -328,16 +332,89 @@ CITATION_MARKER = re.compile(
 )
 
 
-# Markup that labels an answer and claims nothing: a markdown heading line ("## Facts"), a
-# table's header row (the row above its "|---|" line), an HTML tag ("<br>", "</b>") and a
-# numbered list's item number ("1.", "2)" opening a line).
-MARKUP = re.compile(
+# A heading of an answer's section: a markdown heading line ("## Acme Corp"), a line over an
+# underline of "=" or "-" (setext), and a line that is one bold span alone, followed by more
+# ("**Visitors**", "**Key facts:**"; a list item never: "- **Paris**" may be an answer).
+SECTION_HEADING = re.compile(
     r"^[ \t]{0,3}#{1,6}[ \t][^\n]*"
-    r"|^[ \t]*\d{1,3}[.)](?=[ \t])"
-    r"|^[ \t]*\|[^\n]*\|[ \t]*(?=\n[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|)"
-    r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>",
+    r"|^(?![ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t])[ \t]{0,3}\S[^\n]*(?=\n[ \t]{0,3}(?:=+|-+)[ \t]*$)"
+    r"|^[ \t]{0,3}(?:\*\*|__)[^*_\n]+(?:\*\*|__)[ \t]*:?[ \t]*(?=\n[ \t]*\S)",
     re.MULTILINE,
 )
+
+# A source named in prose by its label and number ("According to Source 2, ...", "as
+# Document 3 states", "Sources 1 and 3") or a superscript number after a word ("Lopez^1"):
+# the generator's reference, as "[2]" is.
+_PROSE_MARKER = (
+    rf"\b(?:sources?|documents?|docs?|passages?|chunks?|excerpts?|snippets?)\s*#?\s*{_MARKER_NUMBERS}\b"
+    r"|(?<=[^\W\d_]|[.)\]])\^\d{1,3}(?!\d)"
+)
+
+# The generator's list of its sources, at the end of an answer: a "Sources:" or "References:"
+# line and the list items under it ("Sources:\n- [1] Acme 10-K (2023)").
+_SOURCES_LIST = (
+    r"^[ \t]{0,3}(?:#{1,6}[ \t]+)?(?:\*\*|__)?(?:sources?|references?|citations?|bibliography|works\s+cited)"
+    r"[ \t]*(?::(?:\*\*|__)?|(?:\*\*|__)[ \t]*:?)[^\n]*"
+    r"(?:\n[ \t]*(?:[-*+•]|\d{1,3}[.)]|\[\^?\d{1,3}\]:?)[ \t][^\n]*)*"
+)
+
+# A link's target and a URL: "(https://...)" after a link's text, "<https://...>", a bare
+# "https://..." or "www....": an address, whose words ("https", "pdf", "2023") say nothing.
+_ADDRESS = r"\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)|<(?:https?|ftp|mailto):[^>\s]*>|\b(?:https?://|www\.)[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]"
+
+# Markup that labels an answer and claims nothing: a section's heading (:data:`SECTION_HEADING`),
+# a table's header row (the row above its "|---|" line), an HTML tag ("<br>", "</b>"), a
+# numbered list's item number ("1.", "2)" opening a line), a task list's box ("- [x]"), a
+# fenced code block's fence line ("```bash"), a link's target or a URL, a source named by
+# its label ("According to Source 2") and the generator's list of its sources.
+MARKUP = re.compile(
+    rf"{_SOURCES_LIST}|{SECTION_HEADING.pattern}"
+    r"|^[ \t]*\d{1,3}[.)](?=[ \t])"
+    r"|^[ \t]*\|[^\n]*\|[ \t]*(?=\n[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|)"
+    r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>"
+    r"|(?<=^)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])|(?<=\n)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])"
+    r"|^[ \t]{0,3}(?:```|~~~)[^\n]*"
+    rf"|{_ADDRESS}|{_PROSE_MARKER}",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
+# A sentence that says what the sources do not say ("The sources do not mention its
+# architect.", "I don't know.", "This is not stated in the context."): a statement about
+# the sources, not a claim they could hold.
+_REFUSAL = re.compile(
+    r"\b(?:the\s+|these\s+|my\s+)?(?:provided\s+|given\s+|available\s+|retrieved\s+)?"
+    r"(?:sources?|context|documents?|passages?|texts?|information|excerpts?|search\s+results?)"
+    r"(?:\s+(?:provided|given|available|above|I\s+have))?\s+(?:do(?:es)?|did)(?:\s*n[o’']?t|\s+not)\s+"
+    r"(?:say|mention|state|specify|contain|include|provide|give|indicate|discuss|cover|address|explain|list|name|tell)\b"
+    r"|\b(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|included|found|covered|discussed)"
+    r"\s+in\s+(?:the\s+)?(?:provided\s+|given\s+)?(?:sources?|context|documents?|passages?|texts?|information)\b"
+    r"|\bI\s+(?:do\s+not|don[’']t|cannot|can[’']t|could\s+not|couldn[’']t)\s+(?:know|find|tell|determine|say|answer)\b"
+    r"|\bno\s+information\s+(?:about|on|regarding|is\s+(?:given|provided))\b"
+    r"|\bthere\s+is\s+no\s+(?:mention|information)\b",
+    re.IGNORECASE,
+)
+# Where a refusal's clause ends when the sentence goes on with a claim ("..., but it was
+# completed in 1889.").
+_CLAIM_AFTER = re.compile(r",?\s+(?:but|however|although|though)\b|;", re.IGNORECASE)
+
+
+def _refusals(text: str) -> list[tuple[int, int]]:
+    """The spans of the sentences of ``text`` that say what the sources do not say
+    (:data:`_REFUSAL`), from their start to their end or to a clause that goes on with a
+    claim.
+
+    >>> t = "It is tall. The sources do not say who painted it, but it was completed in 1889."
+    >>> [t[a:b] for a, b in _refusals(t)]
+    ['The sources do not say who painted it']
+    """
+    out = []
+    for a, b in split_sentences(text):
+        refusal = _REFUSAL.search(text, a, b)
+        if refusal is not None:
+            after = _CLAIM_AFTER.search(text, refusal.end(), b)
+            out.append((a, after.start() if after else b))
+    return out
 
 
 # Zero-width and presentation characters (ZWSP, ZWJ, soft hyphen, variation selectors, BOM):
@@ -372,18 +449,30 @@ def composed(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
+# Emphasis written with underscores ("_$4.2 billion_", "__Paris__"): markup, which the word
+# patterns (``\w`` holds "_") would glue to the keyword ("billion_" was a word of its own and
+# "$4.2" a number without its scale). An underscore inside a word ("ACME_TOKEN") stays.
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![\w_])_{1,3}(?=[^\s_])|(?<=[^\s_])_{1,3}(?![\w_])")
+
+
 def _visible(text: str) -> str:
-    """``text`` with each invisible character inside a word replaced by the next letter
-    (same length, so offsets hold) and any other one by a space, and each combining mark
+    """``text`` with underscore emphasis blanked, each invisible character inside a word
+    replaced by the next letter (same length, so offsets hold) and any other one by a
+    space, and each combining mark
     after a letter by that letter (text in Unicode's decomposed form, NFD, keeps its words
     whole); ``text`` itself when it has none.
 
     >>> _visible("Eif\u200bfel \u200bTower Zu\u0308rich")
     'Eifffel  Tower Zuurich'
+    >>> _visible("It was _$4.2 billion_ in __Paris__, set by ACME_TOKEN.")
+    'It was  $4.2 billion  in   Paris  , set by ACME_TOKEN.'
     """
-    if text.isascii() or (_INVISIBLE.search(text) is None and _COMBINING.search(text) is None):
+    emphasis = list(_EMPHASIS_UNDERSCORE.finditer(text)) if "_" in text else []
+    if not emphasis and (text.isascii() or (_INVISIBLE.search(text) is None and _COMBINING.search(text) is None)):
         return text
     chars = list(text)
+    for m in emphasis:
+        chars[m.start() : m.end()] = " " * (m.end() - m.start())
     for m in reversed(list(_INVISIBLE.finditer(text))):
         i = m.start()
         before = chars[i - 1] if i > 0 else " "
@@ -476,6 +565,10 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
         if kind == "date" and _MONTH_ALONE.fullmatch(piece) and not _month_is_date(text, begin, start):
             kind = "name"  # "May" opening a sentence: a capitalised word like any other
         if kind == "name":
+            # A closing quote is not part of the name ("in ‘Denver’", "the 'Denver'").
+            while len(piece) > 1 and piece[-1] in "'’":
+                end -= 1
+                piece = piece[:-1]
             # Peel capitalised stopwords ("The", "In") off the front of a multi-word name.
             while _has_space(piece):
                 first = re.match(r"\S+", piece)

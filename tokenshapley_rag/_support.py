@@ -38,6 +38,7 @@ import numpy as np
 from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._segment import (
     _CJK,
+    _EMPHASIS_UNDERSCORE,
     _INVISIBLE,
     _NON_KEYWORDS,
     Keyword,
@@ -264,7 +265,7 @@ def sentence_facts(text: str) -> SentenceFacts:
     >>> sorted(f.numbers), sorted(f.months), f.names
     (['1878', '7'], [11], ('lise meitner', 'vienna'))
     """
-    text = spell_numeric_dates(_INVISIBLE.sub("", composed(text)))
+    text = spell_numeric_dates(_EMPHASIS_UNDERSCORE.sub(" ", _INVISIBLE.sub("", composed(text))))
     pieces = word_pieces(text)  # CJK: characters and neighbour pairs
     words = [fold(w) for w in pieces]
     # Dotted initials are also the acronym they spell, wherever they stand ("The U.S.
@@ -1020,6 +1021,7 @@ def keyword_status(
     is_subject: bool = False,
     subject_held: np.ndarray | None = None,
     subject_words: tuple[str, ...] = (),
+    subject_named: bool = True,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -1089,6 +1091,10 @@ def keyword_status(
     page's sentence about the subject that states another value of its kind and at least as
     many of the claim's other keywords (:func:`_subject_sentence_rival`).
 
+    ``subject_named``: the claim names its subject; False when it goes on about an earlier
+    claim's ("The astronauts collected 23.5 kg of lunar samples." after a sentence about
+    Armstrong), whose documents are then only a guess at its anchor.
+
     ``topic``: the question names the claim's subject (the anchor), so the claim is about
     it. A number, date or name that no anchor source holds is then judged as one no source
     holds: contradicted by the anchor's rival when that states the claim (its predicate
@@ -1112,6 +1118,17 @@ def keyword_status(
     beside[:-1] |= held[1:] & same_document
     if held.any():
         if subject_sources is None:
+            swapped = _placed_elsewhere(k, held, facts, neighbours) if neighbours and k.kind in ("number", "date") else -1
+            if swapped >= 0:  # as below, with every holder
+                return "contradicted", np.zeros_like(held), swapped
+            if k.kind in ("number", "date") and claim_held is not None and claim_size >= WORD_ANCHOR_MINIMUM:
+                # A claim that names nothing ("The development server listens on port
+                # 9090.") is stated by the sentence holding all the rest of it, here with
+                # another value ("... listens on port 8080."), not by another that holds
+                # the number ("The metrics endpoint is served on port 9090.").
+                for j in _claim_sentences(~held, held, claim_held, at_least=claim_size):
+                    if states_other_value(k, facts[j], answer):
+                        return "contradicted", np.zeros_like(held), j
             return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
@@ -1149,9 +1166,18 @@ def keyword_status(
                 # that every holder places beside another name, while it places another
                 # value beside the claim's subject, is that name's ("K2 is 8,849 m high."
                 # against "Mount Everest (8,849 m) is taller than K2 (8,611 m).").
-                beside = _placed_beside_another(k, agreeing, facts, subject_words)
+                beside = _placed_beside_another(k, agreeing, facts, subject_words, neighbours)
                 if beside >= 0:
                     return "contradicted", np.zeros_like(held), beside
+            if neighbours and k.kind in ("number", "date"):
+                # ... and a sentence holds several values, each beside its own words: one
+                # that every holder places beside other words than the answer does, while it
+                # places another value of its kind where the answer places this one, was
+                # swapped ("Net income was $5.2 billion." against "Revenue was $5.2 billion
+                # and net income was $1.1 billion.").
+                swapped = _placed_elsewhere(k, agreeing, facts, neighbours)
+                if swapped >= 0:
+                    return "contradicted", np.zeros_like(held), swapped
             if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
                 # ... and a page about several people or things holds each one's values: a
                 # value that only its sentences about another name hold is that name's
@@ -1166,16 +1192,38 @@ def keyword_status(
                     return "contradicted", np.zeros_like(held), swapped
             return "supported", agreeing, -1
     taken_elsewhere = False
-    if topic and subject_sources is not None and held.any():
+    if topic and subject_sources is not None and held.any() and all(
+        _about(facts[j]) for j in np.flatnonzero(held).tolist()
+    ):
         # The question names the claim's subject, so the claim is about it: a value that
-        # only other documents hold was taken from another claim ("When did the Golden Gate
-        # Bridge open?" "The Golden Gate Bridge opened in 1883.": 1883 is the Brooklyn
-        # Bridge's). It is judged as a value no source holds, against the subject's
-        # documents alone.
+        # only other documents hold, in sentences about someone or something named, was
+        # taken from another claim ("When did the Golden Gate Bridge open?" "The Golden Gate Bridge
+        # opened in 1883.": 1883 is the Brooklyn Bridge's). It is judged as a value no
+        # source holds, against the subject's documents alone. A chunk that goes on about
+        # the subject without naming it ("He died on Saint Helena in 1821.", "The tower
+        # welcomed 6.3 million visitors.") is not another claim's.
         held = np.zeros_like(held)
         taken_elsewhere = True
     pool = np.ones(len(facts), dtype=bool) if subject_sources is None else subject_sources[sentence_document]
     pool &= ~held
+    if (
+        not held.any() and subject_sources is not None and k.kind in ("number", "date")
+        and claim_held is not None and claim_size >= WORD_ANCHOR_MINIMUM
+    ):
+        # A value no source holds, when no anchor sentence holds all the rest of its claim,
+        # is contradicted by another document's sentence that does, with another value of
+        # its kind, before any rival the predicate game finds in the anchor: one about no one
+        # named, a chunk going on about the subject ("The James Webb Space Telescope's
+        # primary mirror is 2.4 metres across." against "Its primary mirror is 6.5 metres
+        # across.", not the telescope's "launched ... on an Ariane 5 rocket"); any one when
+        # the claim does not name its subject, whose documents were only a guess
+        # ("Armstrong and Aldrin landed Eagle. The astronauts collected 23.5 kg of lunar
+        # samples." against "The astronauts collected 21.5 kg of lunar samples.").
+        whole = _claim_sentences(~held, held, claim_held, at_least=claim_size)
+        if not any(pool[j] for j in whole):
+            for j in whole:
+                if (not subject_named or not _about(facts[j])) and states_other_value(k, facts[j], answer):
+                    return "contradicted", np.zeros_like(held), j
     rival, best = _rival(k, pool, predicate, facts, answer)
     if rival >= 0 and held.any() and best >= tolerance * float(predicate[beside].max()):
         return "contradicted", np.zeros_like(held), rival
@@ -1273,7 +1321,8 @@ def _placed_rival(
     """The first of :func:`_claim_sentences` (against ``holders``, holding more than half of
     the claim's ``claim_size`` other keywords and at least :data:`WORD_ANCHOR_MINIMUM`) that states
     another value of the keyword's kind where the answer states the keyword: beside one of
-    the same ``neighbours`` (:attr:`SentenceFacts.placed`); -1 when there is none.
+    the same ``neighbours`` (:attr:`SentenceFacts.placed`), or for a quarter's or a half's
+    code ("Q2") another quarter or half anywhere; -1 when there is none.
 
     >>> facts = [sentence_facts(t) for t in (
     ...     "Maria Gómez is the chief executive.", "Maria Gómez, aged 54, has led the bank since 2019.", "Its share is 45%.")]
@@ -1284,7 +1333,10 @@ def _placed_rival(
     1
     """
     at_least = max(WORD_ANCHOR_MINIMUM, claim_size // 2 + 1)
+    period = period_words(k.words) if k.kind == "name" else None
     for j in _claim_sentences(pool, holders, claim_held, at_least):
+        if period is not None and _names_another_period(period, facts[j], answer):
+            return j  # "in the third quarter" where the answer says "Q2"
         for kind, stem, values in facts[j].placed:
             if kind != k.kind or stem not in neighbours or not values:
                 continue
@@ -1297,13 +1349,38 @@ def _placed_rival(
     return -1
 
 
+def _names_another_period(period: tuple[str, str], f: SentenceFacts, answer: SentenceFacts) -> bool:
+    """Whether sentence ``f`` names another quarter or half of a year than ``period``
+    (:func:`~tokenshapley_rag._names.period_words`: "third quarter" for Q2), not it, and not
+    one the answer sentence names too.
+
+    >>> f = sentence_facts("Sales rose 12% in the third quarter of 2023.")
+    >>> _names_another_period(("second", "quarter"), f, sentence_facts("Sales grew 12% in Q2."))
+    True
+    >>> _names_another_period(("second", "quarter"), f, sentence_facts("Sales grew 12% in Q3 and fell in Q2."))
+    False
+    """
+    ordinal, unit = period
+    if unit not in f.words or ordinal in f.words:
+        return False
+    ordinals = ("first", "second", "third", "fourth")[: 4 if unit == "quarter" else 2]
+    return any(
+        w in f.words and w not in answer.words and f"{unit[0]}{n}" not in answer.words
+        for n, w in enumerate(ordinals, 1) if w != ordinal
+    )
+
+
 def _placed_beside_another(
-    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], subject_words: tuple[str, ...]
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], subject_words: tuple[str, ...],
+    neighbours: tuple[str, ...] = (),
 ) -> int:
     """The first of ``holders`` when every one of them places the keyword's value beside
     another name (:attr:`SentenceFacts.placed`, "=" marks a name beside a value) and
     another value of its kind, sharing none of the keyword's, beside the claim's subject
-    (its last word's light stem); else -1.
+    (its last word's light stem); else -1. Never when a holder places the value beside
+    all that the answer places it beside (``neighbours``): a copied "The iPhone 15 Pro
+    has a 6.1-inch display." places 15 beside "iPhone" and 6.1 beside "Pro" and "display",
+    as its source does.
 
     >>> facts = [sentence_facts("Mount Everest (8,849 m) is taller than K2 (8,611 m).")]
     >>> _placed_beside_another(keyword_facts("8,849 m", "number"), np.array([True]), facts, ("k2",))
@@ -1315,6 +1392,10 @@ def _placed_beside_another(
     found = -1
     for j in np.flatnonzero(holders).tolist():
         placed = facts[j].placed
+        if neighbours and set(neighbours) <= {
+            place for kind, place, values in placed if kind == k.kind and set(values) == k.numbers
+        }:
+            return -1
         own = [set(values) for kind, place, values in placed if kind == k.kind and place == subject]
         elsewhere = any(
             kind == k.kind and place.startswith("=") and place != subject and set(values) == k.numbers
@@ -1328,17 +1409,94 @@ def _placed_beside_another(
     return found
 
 
+def _placed_elsewhere(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], neighbours: tuple[str, ...]
+) -> int:
+    """The first of ``holders`` when every one of them places the keyword's value beside
+    something (:attr:`SentenceFacts.placed`), none of it what the answer places it beside
+    (``neighbours``), and places another value of its kind, sharing none of the keyword's,
+    beside one of ``neighbours``; else -1. A value placed beside nothing ("grew from 1.2
+    million to 1.5 million": 1.5 million follows a number) is never judged here.
+
+    >>> facts = [sentence_facts("Revenue was $5.2 billion and net income was $1.1 billion.")]
+    >>> _placed_elsewhere(keyword_facts("$5.2 billion", "number"), np.array([True]), facts, ("<incom",))
+    0
+    >>> _placed_elsewhere(keyword_facts("$5.2 billion", "number"), np.array([True]), facts, ("<revenu",))
+    -1
+    """
+    wanted = set(neighbours)
+    found = -1
+    for j in np.flatnonzero(holders).tolist():
+        own = {place for kind, place, values in facts[j].placed if kind == k.kind and set(values) == k.numbers}
+        other = any(
+            kind == k.kind and place in wanted and values and not set(values) & k.numbers
+            and _same_sort(k, values, facts[j])
+            for kind, place, values in facts[j].placed
+        )
+        if not own or own & wanted or not other:
+            return -1
+        found = j if found < 0 else found
+    return found
+
+
+def _same_sort(k: KeywordFacts, values: tuple[str, ...], f: SentenceFacts) -> bool:
+    """Whether ``values``, written in sentence ``f``, are of the sort of the keyword's: dates
+    for a date; for a number, counts for a count (of a measured quantity, when ``f``
+    measures the same quantity as the keyword: "second-longest" is a rank, not a length),
+    ranks for a rank."""
+    if k.kind == "date":
+        return set(values) <= f.dates
+    if not k.cardinals:
+        return set(values) <= f.ranks
+    if k.measure is not None and not any(m[0] == k.measure[0] for m in f.measures):
+        return False
+    return set(values) <= f.counts
+
+
+_PRONOUN_OPENERS = frozenset("he she it they his her its their".split())
+
+# The words of a request for an overview, which ask for no predicate of their own ("Tell me
+# about Napoleon.", "List the key facts about Acme."), as light stems.
+_REQUEST_STEMS = frozenset(
+    light_stem(w) for w in (
+        "tell about fact facts list summary summarize summarise describe description overview information info "
+        "detail details key give explain report write know main important profile background"
+    ).split()
+)
+
+
+def asks_a_predicate(question: str) -> bool:
+    """Whether a question asks for a predicate: unless it is a request for an overview,
+    which holds a word of one (:data:`_REQUEST_STEMS`: "tell", "about", "facts", "overview",
+    ...) and nothing else but stopwords and capitalised words (the subject's name).
+
+    >>> [asks_a_predicate(q) for q in ("Acme facts?", "Tell me about Napoleon.", "Who is Acme's CEO?", "How long is the Danube?")]
+    [False, False, True, True]
+    """
+    words = _WORD.findall(question)
+    stems = [light_stem(fold(w)) for w in words]
+    if not any(stem in _REQUEST_STEMS for stem in stems):
+        return True
+    return any(
+        stem not in _REQUEST_STEMS and fold(w) not in _NON_KEYWORDS and not w[:1].isupper() and not w.isdigit()
+        for w, stem in zip(words, stems)
+    )
+
+
 def _about(f: SentenceFacts) -> str:
     """Whom or what sentence ``f`` is about: the name a pronoun opening it stands for, else
     its first name, else the capitalised word opening it (a table row's first cell,
     "| Jupiter | 95 |", whose capital the segmenter does not read as a name); "" when it
-    names nothing. "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver.
+    names nothing or opens with a pronoun that stands for no name its page says ("He died
+    on Saint Helena." opening a chunk). "Acme Corp is headquartered in Denver." is about Acme Corp, not Denver.
 
     >>> [_about(sentence_facts(t)) for t in ("Acme Corp is headquartered in Denver.", "| Jupiter | 95 |", "It is tall.")]
     ['acme corp', 'jupiter', '']
     """
     if f.implied:
         return f.implied[0]
+    if f.opening in _PRONOUN_OPENERS:
+        return ""  # a pronoun whose name the page does not say: someone it does not name
     if f.names:
         return f.names[0]
     return f.opening if f.opening not in _NON_KEYWORDS else ""

@@ -175,9 +175,26 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000', '2000000']
     >>> [v for _, _, v in all_values("3,7 Millionen, 1,2 milliards, 4 millones, 2,5 Mio.")]
     ['3700000', '1200000000', '4000000', '2500000']
+    >>> [v for _, _, v in all_values("in 44 BC, 753 BCE and AD 14")]
+    ['-44', '-753', '14']
     """
     values = value_spans(text) + word_number_spans(text)
-    return sorted([(a, b, _clock(text, b, _scaled(text, a, b, v))) for a, b, v in values] + rank_superlative_spans(text))
+    return sorted(
+        [(a, b, _before_christ(text, b, _clock(text, b, _scaled(text, a, b, v)))) for a, b, v in values]
+        + rank_superlative_spans(text)
+    )
+
+
+# A year before the common era: "44 BC" is -44, which "44 AD" is not.
+_BEFORE_CHRIST = re.compile(r"\s?(?:BCE?|B\.C\.(?:E\.)?)(?!\w)")
+
+
+def _before_christ(text: str, end: int, value: str) -> str:
+    """``value``, the number of ``text`` ending at ``end``, negative when an era before the
+    common era follows it ("44 BC", "753 BCE")."""
+    if value[:1] != "-" and value.isdigit() and _BEFORE_CHRIST.match(text, end):
+        return "-" + value
+    return value
 
 
 # A time of day: "17:30", "5:30 pm", "5 p.m." are read on one 24-hour clock.

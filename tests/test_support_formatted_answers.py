@@ -1,0 +1,106 @@
+"""The support flag on answers as chat generators format and combine them, end to end with
+the default model: markdown (underscore emphasis, a source named in prose, sections, label
+bullets), chunks that go on about a subject without naming it, values swapped within one
+source sentence, and claims that name no subject. Each row was a wrong status when the
+library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
+values swapped within a sentence"); the rows that were already right guard the other
+direction."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+NAPOLEON = ["Napoleon Bonaparte was born in Ajaccio on 15 August 1769.", "He died on Saint Helena on 5 May 1821."]
+EIFFEL = ["The Eiffel Tower is 330 metres tall.", "The tower welcomed 6.3 million visitors in 2023."]
+BRIDGES = ["The Golden Gate Bridge opened in 1937.", "The Brooklyn Bridge opened in 1883."]
+RESULTS = ["Revenue was $5.2 billion and net income was $1.1 billion."]
+CURIE = ["Marie Curie was born on 7 November 1867 and died on 4 July 1934."]
+APOLLO = ["Neil Armstrong and Buzz Aldrin landed the lunar module Eagle on 20 July 1969.",
+          "The astronauts collected 21.5 kg of lunar samples."]
+JWST = ["The James Webb Space Telescope launched on 25 December 2021 on an Ariane 5 rocket.",
+        "Its primary mirror is 6.5 metres across and made of 18 hexagonal segments."]
+GLOBEX = ["Globex sales rose 12% in the third quarter of 2023.", "Globex sales fell 3% in the second quarter of 2023."]
+PORTS = ["The development server listens on port 8080.", "The metrics endpoint is served on port 9090."]
+ACME = ["Acme Corp reported revenue of $4.2 billion in 2023. The company employs 18,500 people. "
+        "Its CEO, Maria Lopez, was appointed in March 2019.",
+        "In 2021, Acme Corp's revenue was $3.1 billion. The company opened a factory in Monterrey, Mexico in 2022."]
+REPORT = ("## Eiffel Tower\n\nThe Eiffel Tower is 330 metres tall. It welcomed 6.3 million visitors in 2023.\n\n"
+          "## Acme Corp\n\nIts CEO, Maria Lopez, was appointed in March 2019.")
+
+# (question, sources, answer, keyword, status, the source it is cited to or the conflicting source)
+ROWS = [
+    # a chunk that goes on about the question's subject without naming it: its values were
+    # contradicted by the subject's other chunk ("1821" by the birth sentence) or unsupported
+    ("Tell me about Napoleon.", NAPOLEON, "Napoleon Bonaparte was born in Ajaccio in 1769. He died on Saint Helena in 1821.",
+     "1821", "supported", "1"),
+    ("Tell me about Napoleon.", NAPOLEON, "Napoleon Bonaparte was born in Ajaccio in 1769. He died on Saint Helena in 1821.",
+     "Saint Helena", "supported", "1"),
+    ("Tell me about the Eiffel Tower.", EIFFEL, "The Eiffel Tower is 330 metres tall. The tower welcomed 6.3 million visitors in 2023.",
+     "6.3 million", "supported", "1"),
+    ("Tell me about the Titanic.", ["RMS Titanic sank on 15 April 1912.", "More than 1,500 passengers and crew died."],
+     "The Titanic sank on 15 April 1912, and more than 1,500 passengers and crew died.", "1,500", "supported", "1"),
+    # ... while a value that another named subject's sentence holds is still another claim's
+    ("When did the Golden Gate Bridge open?", BRIDGES, "The Golden Gate Bridge opened in 1883.", "1883", "contradicted", "0"),
+    # copies were contradicted by their own sentence: the model number read as the subject's value
+    ("Screen?", ["The iPhone 15 Pro has a 6.1-inch display."], "The iPhone 15 Pro has a 6.1-inch display.", "6.1-inch", "supported", "0"),
+    ("Storage?", ["The PlayStation 5 has 825 GB of SSD storage."], "The PlayStation 5 has 825 GB of SSD storage.", "825 GB", "supported", "0"),
+    ("RAM?", ["The Galaxy S24 has a 4,000 mAh battery and 8 GB of RAM."], "The Galaxy S24 has a 4,000 mAh battery and 8 GB of RAM.",
+     "8 GB", "supported", "0"),
+    # values swapped within one source sentence were supported by it
+    ("What were earnings per share?", ["Earnings per share came in at $1.27, beating the consensus of $1.19."],
+     "Earnings per share came in at $1.19, beating the consensus of $1.27.", "$1.19", "contradicted", "0"),
+    ("What were the results?", RESULTS, "Net income was $5.2 billion and revenue was $1.1 billion.", "$5.2 billion", "contradicted", "0"),
+    ("What was net income?", RESULTS, "Net income was $1.1 billion.", "$1.1 billion", "supported", "0"),
+    ("When was she born?", CURIE, "Marie Curie was born on 4 July 1934.", "4 July 1934", "contradicted", "0"),
+    ("When was she born?", CURIE, "Marie Curie was born on 7 November 1867 and died on 4 July 1934.", "4 July 1934", "supported", "0"),
+    ("Haaland goals?", ["Erling Haaland scored 36 goals, Harry Kane 30 and Ivan Toney 20."], "Erling Haaland scored 30 goals.",
+     "30", "contradicted", "0"),
+    ("When did Globex sales grow 12%?", GLOBEX, "Globex sales grew 12% in Q2 2023.", "Q2", "contradicted", "0"),
+    ("How did Globex do?", GLOBEX, "Globex sales grew 12% in Q3 2023 and fell 3% in Q2 2023.", "Q2", "supported", "1"),
+    ("What goes in?", ["Mix 500 g of flour with 10 g of salt and 7 g of yeast."],
+     "Mix 500 g of flour with 7 g of salt and 10 g of yeast.", "7 g", "contradicted", "0"),
+    ("What was the population?", ["The population grew from 1.2 million in 2000 to 1.5 million in 2020."],
+     "The population grew to 1.5 million in 2020.", "1.5 million", "supported", "0"),
+    # a claim that names no subject: another source's sentence holding the rest of it decides
+    ("Give me an overview of Apollo 11.", APOLLO,
+     "Armstrong and Aldrin landed Eagle on 20 July 1969. The astronauts collected 23.5 kg of lunar samples.", "23.5 kg", "contradicted", "1"),
+    # ... and a chunk going on about the subject holds the rest of the claim: it is the
+    # conflict, not the subject's launch sentence
+    ("Tell me about the JWST.", JWST, "The James Webb Space Telescope's primary mirror is 2.4 metres across.",
+     "2.4 metres", "contradicted", "1"),
+    ("Tell me about the JWST.", JWST, "The James Webb Space Telescope's primary mirror is 6.5 metres across.",
+     "6.5 metres", "supported", "1"),
+    ("Port?", PORTS, "The development server listens on port 9090.", "9090", "contradicted", "0"),
+    ("Port?", PORTS, "The development server listens on port 8080.", "8080", "supported", "0"),
+    # an era: "44 AD" was supported by "44 BC"
+    ("When did Caesar die?", ["Julius Caesar was assassinated in 44 BC."], "Julius Caesar was assassinated in 44 AD.", "44 AD", "contradicted", "0"),
+    # markdown: underscore emphasis, a source named in prose
+    ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
+    ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),
+    # label bullets answering a request for an overview: judged against a revenue sentence
+    ("Acme facts?", ACME, "Acme facts:\n\n- Revenue: $4.2 billion\n- CEO: Maria Lopez", "Maria Lopez", "supported", "0"),
+    # a section's heading ends the subject before it: the CEO was the Eiffel Tower's
+    ("Write a report on the Eiffel Tower and Acme.", [*EIFFEL, *ACME], REPORT, "Maria Lopez", "supported", "2"),
+    ("Write a report on the Eiffel Tower and Acme.", [*EIFFEL, *ACME], REPORT, "March 2019", "supported", "2"),
+]
+
+
+@pytest.mark.parametrize("question, sources, answer, keyword, status, source", ROWS)
+def test_formatted_and_combined_answers(ts, question, sources, answer, keyword, status, source):
+    res = ts.attribute(query=question, sources=sources, response=answer)
+    found = [c for c in res.citations if c.text == keyword]
+    assert found, [c.text for c in res.citations]
+    c = found[0]
+    assert c.status == status, [(x.text, x.status) for x in res.citations]
+    cited = c.best if status == "supported" else c.conflict
+    assert cited is not None and cited.source_id == source
+
+
+def test_a_source_named_in_prose_and_a_refusal_leave_the_verdicts_alone(ts):
+    res = ts.attribute(
+        query="Where did Acme build a factory?", sources=ACME,
+        response="According to Source 2, Acme opened a factory in Monterrey in 2022. The sources do not say what it makes.",
+    )
+    assert [(v.verdict, v.n_keywords) for v in res.sentences] == [("supported", 5), ("supported", 0)]
