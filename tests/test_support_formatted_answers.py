@@ -76,6 +76,11 @@ ROWS = [
     ("Port?", PORTS, "The development server listens on port 8080.", "8080", "supported", "0"),
     # an era: "44 AD" was supported by "44 BC"
     ("When did Caesar die?", ["Julius Caesar was assassinated in 44 BC."], "Julius Caesar was assassinated in 44 AD.", "44 AD", "contradicted", "0"),
+    # durations in other units: "30,000 ms" was contradicted by "30 seconds", "75 minutes" by "1 hour 15 minutes"
+    ("Timeout?", ["The default request timeout is 30 seconds."], "The default request timeout is 30,000 ms.", "30,000 ms", "supported", "0"),
+    ("Timeout?", ["The default request timeout is 30 seconds."], "The default request timeout is 45,000 ms.", "45,000 ms", "contradicted", "0"),
+    ("How long?", ["The film runs 1 hour 15 minutes."], "The film runs 75 minutes.", "75 minutes", "supported", "0"),
+    ("How long?", ["The film runs 1 hour 15 minutes."], "The film runs 95 minutes.", "95 minutes", "contradicted", "0"),
     # markdown: underscore emphasis, a source named in prose
     ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
     ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),

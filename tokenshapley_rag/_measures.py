@@ -100,6 +100,24 @@ def measures(
             out.append((a, end, (dimension, low, high, size)))
         else:
             out.append((a, end, (dimension, low * size + zero, high * size + zero, size)))
+    return out + _compound_durations(text, out)
+
+
+_DURATION_JOINER = re.compile(r"(?:\s*,\s*|\s+and\s+|\s+)")
+
+
+def _compound_durations(text: str, found: list[tuple[int, int, Measure]]) -> list[tuple[int, int, Measure]]:
+    """A duration written in two units, the larger first ("1 hour 15 minutes", "2 hours and
+    30 minutes"), as one more measurement: their sum, to the precision of the smaller one.
+
+    >>> [(text[a:b], m[1], m[2]) for text in ["It took 1 hour 15 minutes."] for a, b, m in _compound_durations(text, measures(text))]
+    [('1 hour 15 minutes', 4470.0, 4530.0)]
+    """
+    out = []
+    for (a, b, first), (c, d, second) in zip(found, found[1:]):
+        if first[0] == second[0] == "time" and second[3] < first[3] and _DURATION_JOINER.fullmatch(text, b, c):
+            whole = (first[1] + first[2]) / 2
+            out.append((a, d, ("time", whole + second[1], whole + second[2], second[3])))
     return out
 
 

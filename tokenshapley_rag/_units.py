@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 __all__ = [
-    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_CODES", "CURRENCY_OF", "LENGTH", "MASS", "PERCENT",
+    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_CODES", "CURRENCY_OF", "DURATION", "LENGTH", "MASS", "PERCENT",
     "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS",
     "names_alternation", "unit_names_pattern",
 ]
@@ -28,9 +28,20 @@ FOREIGN_MILLIARDS = ("milliarde", "milliarden", "mrd.", "mrd", "milliard", "mill
 # Currency codes a number may carry ("EUR 45.50", "12 USD"), written in capitals.
 CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")
 
+# Durations, in seconds: "30,000 ms" is "30 seconds", "3 days" "72 hours". Years and
+# months are left out (their length depends on the calendar).
+DURATION = {
+    ("ms", "millisecond", "milliseconds", "msec"): 0.001,
+    ("sec", "secs", "second", "seconds"): 1.0,  # not "s": "1990s" is a decade
+    ("min", "mins", "minute", "minutes"): 60.0,
+    ("h", "hr", "hrs", "hour", "hours"): 3600.0,
+    ("day", "days"): 86400.0,
+    ("week", "weeks"): 604800.0,
+}
+
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
 # its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
-# second, kelvin) and its zero there (temperature only). Units whose reading depends on
+# second, second, kelvin) and its zero there (temperature only). Units whose reading depends on
 # context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
 # without a scale, "L" and "l" (a letter).
 LENGTH = {
@@ -135,6 +146,7 @@ UNIT_SIZES: dict[str, tuple[str, float, float]] = {
     **{u.casefold(): ("volume", size, 0.0) for names, size in VOLUME.items() for u in names},
     **{u.casefold(): ("area", size, 0.0) for names, size in AREA.items() for u in names},
     **{u.casefold(): ("speed", size, 0.0) for names, size in SPEED.items() for u in names},
+    **{u.casefold(): ("time", size, 0.0) for names, size in DURATION.items() for u in names},
     **{u.casefold(): ("temperature", size, zero) for names, (size, zero) in TEMPERATURE.items() for u in names},
     **{u: ("money", size, 0.0) for u, size in CURRENCY_OF.items() if u.isalpha() or " " in u},
     **{u: ("percent", 1.0, 0.0) for u in PERCENT},
@@ -145,7 +157,7 @@ def unit_names_pattern() -> str:
     """A regular expression alternation of every unit name above as it is written ("km²",
     "MW", "square kilometres", "USD"), the longest first, a space matching any run of
     whitespace; currency signs and "%" are left out (the segmenter reads them apart)."""
-    names = {u for table in (LENGTH, MASS, VOLUME, AREA, SPEED, TEMPERATURE, CURRENCIES) for group in table for u in group}
+    names = {u for table in (LENGTH, MASS, VOLUME, AREA, SPEED, DURATION, TEMPERATURE, CURRENCIES) for group in table for u in group}
     names |= set(CASED_UNIT_SIZES) | set(PERCENT)
     return names_alternation(u for u in names if any(ch.isalpha() for ch in u))
 
