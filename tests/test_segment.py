@@ -226,6 +226,7 @@ def test_foreign_function_words_are_not_keywords(answer, citable):
         ("**Visitors**\nNearly 7 million people visit it.", ["7 million", "people", "visit"]),
         ("Run:\n```bash\npip install acme\n```", ["Run", "pip", "install", "acme"]),
         ("- [x] Done in 2019", ["2019"]),
+        ("Revenue rose in 2023[^1].\n\n[^1]: Acme 2021 filing", ["Revenue", "rose", "2023"]),
         # a bold list item may be an answer: it stays
         ("The cities are:\n- **Paris**\n- **Lyon**", ["cities", "Paris", "Lyon"]),
         # a possessive before an acronym ends a name; a closing quote is not part of one

@@ -8,6 +8,8 @@ direction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -29,8 +31,32 @@ ACME = ["Acme Corp reported revenue of $4.2 billion in 2023. The company employs
 REPORT = ("## Eiffel Tower\n\nThe Eiffel Tower is 330 metres tall. It welcomed 6.3 million visitors in 2023.\n\n"
           "## Acme Corp\n\nIts CEO, Maria Lopez, was appointed in March 2019.")
 
+CORPUS = Path(__file__).parent / "data" / "competing_facts"
+
+
+def page(name: str) -> str:
+    return (CORPUS / f"{name}.txt").read_text(encoding="utf-8").strip()
+
+
+RIVERS = [page("rhine"), page("danube")]
+
 # (question, sources, answer, keyword, status, the source it is cited to or the conflicting source)
 ROWS = [
+    # found on answers the bundled generator wrote: the second item of "X and Y are ..." was
+    # judged against X's page; a correct name whose holder names the subject was overturned by
+    # another sentence of the subject's pages; a name no source holds was contradicted by any
+    # sentence naming something else
+    ("Compare the Rhine and the Danube.", RIVERS, "The Rhine and the Danube are two rivers.", "Danube", "supported", "1"),
+    ("Compare the Rhine and the Danube.", RIVERS, "The Danube and the Rhine are rivers.", "Rhine", "supported", "0"),
+    ("What colour is the Golden Gate Bridge?", [page("goldengate2"), page("goldengate1")],
+     "The Golden Gate Bridge in San Francisco is painted in a colour called International Orange.", "San Francisco", "supported", "1"),
+    ("Tell me about Lise Meitner.", [page("meitner2"), page("meitner1")],
+     "Lise Meitner was born in 1878 in Vienna and died in 1968 in Cambridge.", "Vienna", "supported", "1"),
+    ("Summarize the life of Marie Curie.", [page("curie1"), page("curie2")], "Marie Curie was born in 1867 in Warsaw, Poland.",
+     "Poland", "unsupported", None),
+    # the generator's words about its sources and its answer are not claims
+    ("How long is the Danube?", RIVERS, "The answer to the question is: The Danube is 2,850 kilometres long.",
+     "2,850 kilometres", "supported", "1"),
     # a chunk that goes on about the question's subject without naming it: its values were
     # contradicted by the subject's other chunk ("1821" by the birth sentence) or unsupported
     ("Tell me about Napoleon.", NAPOLEON, "Napoleon Bonaparte was born in Ajaccio in 1769. He died on Saint Helena in 1821.",
@@ -100,7 +126,17 @@ def test_formatted_and_combined_answers(ts, question, sources, answer, keyword, 
     c = found[0]
     assert c.status == status, [(x.text, x.status) for x in res.citations]
     cited = c.best if status == "supported" else c.conflict
-    assert cited is not None and cited.source_id == source
+    if source is None:
+        assert cited is None
+    else:
+        assert cited is not None and cited.source_id == source
+
+
+def test_the_generators_words_about_its_sources_are_not_claims(ts):
+    res = ts.attribute(query="How long is the Danube?", sources=RIVERS,
+                       response="According to the passage, the Danube is 2,850 kilometres long.")
+    assert [c.text for c in res.citations] == ["Danube", "2,850 kilometres", "long"]
+    assert [v.verdict for v in res.sentences] == ["supported"]
 
 
 def test_a_source_named_in_prose_and_a_refusal_leave_the_verdicts_alone(ts):

@@ -348,6 +348,13 @@ SECTION_HEADING = re.compile(
 _PROSE_MARKER = (
     rf"\b(?:sources?|documents?|docs?|passages?|chunks?|excerpts?|snippets?)\s*#?\s*{_MARKER_NUMBERS}\b"
     r"|(?<=[^\W\d_]|[.)\]])\^\d{1,3}(?!\d)"
+    # ... and the generator's words about its sources and its answer: "According to the
+    # passage,", "The passage mentions that", "The answer to the question is:"
+    r"|\baccording\s+to\s+(?:the|these|this|my)\s+(?:provided\s+|given\s+)?"
+    r"(?:passages?|context|texts?|documents?|sources?|articles?|excerpts?|information|search\s+results?)\b"
+    r"|\b(?:the|these|this)\s+(?:provided\s+|given\s+)?(?:passages?|context|texts?|documents?|sources?|articles?|excerpts?)\s+"
+    r"(?:mentions?|says?|states?|notes?|explains?|indicates?|reports?|shows?|suggests?)(?:\s+that)?\b"
+    r"|\b(?:the|my)\s+answer\s+to\s+(?:the|this|your)\s+question\s+is\b"
 )
 
 # The generator's list of its sources, at the end of an answer: a "Sources:" or "References:"
@@ -365,7 +372,8 @@ _ADDRESS = r"\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)|<(?:https?|ftp|mailto):[^>\s]*>|\
 # Markup that labels an answer and claims nothing: a section's heading (:data:`SECTION_HEADING`),
 # a table's header row (the row above its "|---|" line), an HTML tag ("<br>", "</b>"), a
 # numbered list's item number ("1.", "2)" opening a line), a task list's box ("- [x]"), a
-# fenced code block's fence line ("```bash"), a link's target or a URL, a source named by
+# fenced code block's fence line ("```bash"), the generator's own footnote definitions
+# ("[^1]: Acme 2021 filing"), a link's target or a URL, a source named by
 # its label ("According to Source 2") and the generator's list of its sources.
 MARKUP = re.compile(
     rf"{_SOURCES_LIST}|{SECTION_HEADING.pattern}"
@@ -374,6 +382,7 @@ MARKUP = re.compile(
     r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>"
     r"|(?<=^)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])|(?<=\n)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])"
     r"|^[ \t]{0,3}(?:```|~~~)[^\n]*"
+    r"|^[ \t]{0,3}\[\^[^\]\n]+\]:[^\n]*"
     rf"|{_ADDRESS}|{_PROSE_MARKER}",
     re.MULTILINE | re.IGNORECASE,
 )

@@ -1137,7 +1137,12 @@ def keyword_status(
             # "Ar-Pharazôn", who did not forge the Ring): a name, the subject too, is still
             # overturned by context when the sentence that states the claim's predicate
             # best is the anchor's own (the anchor's page decides what it names).
-            if k.kind == "name" and subject_sources[sentence_document[int(np.argmax(predicate))]]:
+            if k.kind == "name" and subject_sources[sentence_document[int(np.argmax(predicate))]] and not (
+                # a holder that names the subject too ties the name to it ("The Golden Gate
+                # Bridge in San Francisco opened ...": an answer may say it of the bridge while
+                # stating what another sentence of its pages says, "... is painted orange")
+                subject_held is not None and (agreeing & subject_held).any()
+            ):
                 status, _, rival = _unless_context_disagrees(
                     k, held, holding_sources, predicate, facts, answer,
                     PREDICATE_AGREEMENT if agreement is None else agreement, predicate_weight,
@@ -1251,6 +1256,12 @@ def keyword_status(
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
     # "The Eiffel Tower is in Paris.": no source says who completed it).
     if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())) and not (
+        # ... a name no source holds, only by a sentence whose predicate value is not generic
+        # (at least PREDICATE_MINIMUM of the game's weight): "Marie Curie was born in 1867 in
+        # Warsaw, Poland." is not contradicted by "She won the Nobel Prize in Physics in
+        # 1903", which names other things but states nothing of "was born in"
+        k.kind == "name" and not taken_elsewhere and best < PREDICATE_MINIMUM * predicate_weight
+    ) and not (
         # ... a number taken from another document's claim, only by a sentence counting the
         # same thing or holding some of the claim's words: "Halvorsen Shipping has 3,400
         # employees." (Pellucid's) is not contradicted by "Halvorsen Shipping operates 64 vessels."
