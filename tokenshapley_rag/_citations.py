@@ -501,9 +501,10 @@ def keyword_statuses(
         ]
         subject_sources = narrowed = None
         the_subject = subject.get(kw_claim[r])
-        if the_subject is not None and the_subject != r and group[r] == group[the_subject]:
+        if the_subject is not None and the_subject != r and group[r] == group[the_subject] and r not in bare_set:
             # An item of the subject's list is a subject too ("The Rhine and the Danube are
-            # rivers.": the Danube is not checked against the Rhine's page).
+            # rivers.": the Danube is not checked against the Rhine's page); not in a bare
+            # answer's list, whose items answer the question ("Nashville, Cleveland").
             the_subject = r
         on_topic = topic.get(kw_claim[r], False)
         if question_anchor is not None and r in bare_set:

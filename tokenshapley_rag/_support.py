@@ -1138,10 +1138,15 @@ def keyword_status(
             # overturned by context when the sentence that states the claim's predicate
             # best is the anchor's own (the anchor's page decides what it names).
             if k.kind == "name" and subject_sources[sentence_document[int(np.argmax(predicate))]] and not (
-                # a holder that names the subject too ties the name to it ("The Golden Gate
-                # Bridge in San Francisco opened ...": an answer may say it of the bridge while
-                # stating what another sentence of its pages says, "... is painted orange")
-                subject_held is not None and (agreeing & subject_held).any()
+                # a holder that names the subject beside it, or with more of the claim, ties the
+                # name to it ("The Golden Gate Bridge in San Francisco opened ...": an answer may
+                # say it of the bridge while stating what another sentence of its pages says,
+                # "... is painted orange"; "Lise Meitner was born in Vienna in 1878." for "... born
+                # in 1878 in Vienna and died in 1968 in Cambridge."), not one that only mentions
+                # the subject ("Sauron ... killed Celebrimbor, the maker of the three rings of the
+                # Elves" for "Sauron forged the One Elves")
+                subject_held is not None and claim_held is not None
+                and _tied_to_subject(k, agreeing & subject_held, facts, subject_words, claim_held)
             ):
                 status, _, rival = _unless_context_disagrees(
                     k, held, holding_sources, predicate, facts, answer,
@@ -1358,6 +1363,29 @@ def _placed_rival(
             if kind != "name" and set(values) != k.numbers:
                 return j
     return -1
+
+
+def _tied_to_subject(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], subject_words: tuple[str, ...],
+    claim_held: np.ndarray,
+) -> bool:
+    """Whether one of ``holders`` (sentences holding both the name ``k`` and the claim's
+    subject) places the name beside the subject (:attr:`SentenceFacts.placed`) or holds at
+    least :data:`WORD_ANCHOR_MINIMUM` of the claim's other keywords (``claim_held``).
+
+    >>> f = [sentence_facts("The Golden Gate Bridge in San Francisco opened in 1937.")]
+    >>> _tied_to_subject(keyword_facts("San Francisco", "name"), np.array([True]), f, ("golden", "gate", "bridge"), np.array([0]))
+    True
+    """
+    if not subject_words:
+        return False
+    beside = "=" + light_stem(subject_words[-1])
+    name = " ".join(k.words)
+    return any(
+        claim_held[j] >= WORD_ANCHOR_MINIMUM
+        or any(kind == "name" and place == beside and values[:1] == (name,) for kind, place, values in facts[j].placed)
+        for j in np.flatnonzero(holders).tolist()
+    )
 
 
 def _names_another_period(period: tuple[str, str], f: SentenceFacts, answer: SentenceFacts) -> bool:
