@@ -107,6 +107,8 @@ ROWS = [
     ("Timeout?", ["The default request timeout is 30 seconds."], "The default request timeout is 45,000 ms.", "45,000 ms", "contradicted", "0"),
     ("How long?", ["The film runs 1 hour 15 minutes."], "The film runs 75 minutes.", "75 minutes", "supported", "0"),
     ("How long?", ["The film runs 1 hour 15 minutes."], "The film runs 95 minutes.", "95 minutes", "contradicted", "0"),
+    # a range's first value takes its second's unit: "10 minutes" is held by "10 to 15 minutes"
+    ("How long?", ["This should only take about 10 to 15 minutes."], "Set the timer for 10 minutes.", "10 minutes", "supported", "0"),
     # markdown: underscore emphasis, a source named in prose
     ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
     ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),

@@ -66,27 +66,30 @@ def measures(
     [('4.2', 'money', 1.0), ('45.50 euros', 'money', 2.0), ('45.50', 'money', 2.0), ('12 USD', 'money', 1.0), ('9', 'money', 2.0)]
     """
     out = []
-    for a, b, value in all_values(text) if values is None else values:
+    found = all_values(text) if values is None else values
+    for i, (a, b, value) in enumerate(found):
         if not PLAIN_NUMBER.fullmatch(value):
             continue
-        unit = _CASED_UNIT_AFTER.match(text, b)
-        if unit is not None:
-            unit_size = CASED_UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)))
-        else:
-            unit = _UNIT_AFTER.match(text, b)
-            # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
-            unit_size = UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None
+        unit, unit_size = _unit_after(text, b)
+        unit_end = unit.end() if unit is not None else b
+        if unit is None and i + 1 < len(found) and _RANGE_JOINER.fullmatch(text, b, found[i + 1][0]):
+            # A range's first value has its second's unit ("10 to 15 minutes", "5-7 kg"); its
+            # span stays the number's.
+            unit, unit_size = _unit_after(text, found[i + 1][1])
+            if unit_size is None or unit_size[0] == "money":
+                unit, unit_size = None, None
+            unit_end = b
         sign = _SIGN_BEFORE.search(text, max(0, a - 5), a)
         currency = CURRENCY_OF.get(sign.group(1).casefold()) if sign is not None else None
         if currency is not None:  # "$4.2 billion", "€45.50": the sign is the unit
             dimension, size, zero, end = "money", currency, 0.0, b
             if unit_size is not None and unit_size[0] == "money":
-                end = unit.end()
+                end = unit_end
         elif unit_size is None:
             continue
         else:
             dimension, size, zero = unit_size
-            end = unit.end()
+            end = unit_end
         # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
         written = number_value(text[a:b])
         scale = float(Decimal(value) / Decimal(written)) if PLAIN_NUMBER.fullmatch(written) and float(written) else 1.0
@@ -101,6 +104,21 @@ def measures(
         else:
             out.append((a, end, (dimension, low * size + zero, high * size + zero, size)))
     return out + _compound_durations(text, out)
+
+
+# What joins a range's two values ("10 to 15 minutes", "5-7 kg", "between 3 and 4 m").
+_RANGE_JOINER = re.compile(r"\s*(?:[-–—]|to|and)\s*")
+
+
+def _unit_after(text: str, end: int) -> tuple[re.Match | None, tuple[str, float, float] | None]:
+    """The unit written right after position ``end`` of ``text`` and its (dimension, size,
+    zero), as the match rule reads it; (None, None) when there is none."""
+    unit = _CASED_UNIT_AFTER.match(text, end)
+    if unit is not None:
+        return unit, CASED_UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)))
+    unit = _UNIT_AFTER.match(text, end)
+    # (The pattern ignores case as Unicode does, casefold() not always: "İ" is an i.)
+    return unit, (UNIT_SIZES.get(re.sub(r"\s+", " ", unit.group(1)).casefold()) if unit is not None else None)
 
 
 _DURATION_JOINER = re.compile(r"(?:\s*,\s*|\s+and\s+|\s+)")

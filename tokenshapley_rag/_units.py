@@ -41,8 +41,8 @@ DURATION = {
 
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
 # its size in the dimension's base unit (metre, kilogram, litre, square metre, metre per
-# second, second, kelvin) and its zero there (temperature only). Units whose reading depends on
-# context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
+# second, kelvin; durations above, in seconds) and its zero there (temperature only). Units
+# whose reading depends on context are left out: "in" (a preposition), "t", "ton" (short or metric), "degrees"
 # without a scale, "L" and "l" (a letter).
 LENGTH = {
     ("nm", "nanometre", "nanometres", "nanometer", "nanometers"): 1e-9,
