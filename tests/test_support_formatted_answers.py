@@ -121,17 +121,8 @@ ROWS = [
 
 
 @pytest.mark.parametrize("question, sources, answer, keyword, status, source", ROWS)
-def test_formatted_and_combined_answers(ts, question, sources, answer, keyword, status, source):
-    res = ts.attribute(query=question, sources=sources, response=answer)
-    found = [c for c in res.citations if c.text == keyword]
-    assert found, [c.text for c in res.citations]
-    c = found[0]
-    assert c.status == status, [(x.text, x.status) for x in res.citations]
-    cited = c.best if status == "supported" else c.conflict
-    if source is None:
-        assert cited is None
-    else:
-        assert cited is not None and cited.source_id == source
+def test_formatted_and_combined_answers(keyword_status_of, question, sources, answer, keyword, status, source):
+    keyword_status_of(sources, question, answer, keyword, status, source)
 
 
 def test_the_generators_words_about_its_sources_are_not_claims(ts):
