@@ -1261,12 +1261,6 @@ def keyword_status(
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
     # "The Eiffel Tower is in Paris.": no source says who completed it).
     if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())) and not (
-        # ... a name no source holds, only by a sentence whose predicate value is not generic
-        # (at least PREDICATE_MINIMUM of the game's weight): "Marie Curie was born in 1867 in
-        # Warsaw, Poland." is not contradicted by "She won the Nobel Prize in Physics in
-        # 1903", which names other things but states nothing of "was born in"
-        k.kind == "name" and not taken_elsewhere and best < PREDICATE_MINIMUM * predicate_weight
-    ) and not (
         # ... a number taken from another document's claim, only by a sentence counting the
         # same thing or holding some of the claim's words: "Halvorsen Shipping has 3,400
         # employees." (Pellucid's) is not contradicted by "Halvorsen Shipping operates 64 vessels."
