@@ -106,6 +106,13 @@ ROWS = [
     ("How long?", ["The film runs 1 hour 15 minutes."], "The film runs 95 minutes.", "95 minutes", "contradicted", "0"),
     # a range's first value takes its second's unit: "10 minutes" is held by "10 to 15 minutes"
     ("How long?", ["This should only take about 10 to 15 minutes."], "Set the timer for 10 minutes.", "10 minutes", "supported", "0"),
+    # the same ratio or time in another notation was contradicted by the sentence holding it
+    ("What were the odds?", ["The odds were 12 to 1 against the horse."], "The odds were 12:1 against the horse.",
+     "12:1", "unsupported", None),
+    ("What was his time?", ["He ran the mile in 3 minutes 43.13 seconds in 1999."], "He ran the mile in 3:43.13 in 1999.",
+     "3:43.13", "unsupported", None),
+    ("What were the odds?", ["The odds were 12 to 1 against the horse."], "The odds were 15:1 against the horse.",
+     "15:1", "contradicted", "0"),
     # markdown: underscore emphasis, a source named in prose
     ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
     ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),

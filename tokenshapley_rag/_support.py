@@ -917,6 +917,12 @@ def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts)
     >>> [states_other_value(k, sentence_facts(t), answer) for t in ("It stores 75 kWh.", "It weighs 75 kg.")]
     [True, False]
     """
+    # A ratio or a time written with a colon is not stated otherwise by a sentence holding
+    # each of its parts: "12:1" by "12 to 1", "3:43.13" by "3 minutes 43.13 seconds" (the
+    # same value in another notation; the keyword stays unsupported, not contradicted).
+    colon = [v for v in k.numbers if ":" in v] if k.kind == "number" else []
+    if colon and all(set(filter(None, v.split(":"))) <= f.numbers for v in colon):
+        return False
     # A measurement is another value when it measures the same dimension to another amount,
     # whatever its number: "75 kWh" for "75 Wh".
     if k.kind == "number" and k.measure is not None and any(
