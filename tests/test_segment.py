@@ -227,6 +227,9 @@ def test_foreign_function_words_are_not_keywords(answer, citable):
         ("Run:\n```bash\npip install acme\n```", ["Run", "pip", "install", "acme"]),
         ("- [x] Done in 2019", ["2019"]),
         ("Revenue rose in 2023[^1].\n\n[^1]: Acme 2021 filing", ["Revenue", "rose", "2023"]),
+        # a list's preamble that only announces it; one that says something stays
+        ("Here are the key facts:\n\n- Revenue: $4.2 billion", ["Revenue", "$4.2 billion"]),
+        ("Here is what changed in 2023: revenue rose.", ["changed", "2023", "revenue", "rose"]),
         # a bold list item may be an answer: it stays
         ("The cities are:\n- **Paris**\n- **Lyon**", ["cities", "Paris", "Lyon"]),
         # a possessive before an acronym ends a name; a closing quote is not part of one

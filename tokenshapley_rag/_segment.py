@@ -373,7 +373,7 @@ _ADDRESS = r"\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)|<(?:https?|ftp|mailto):[^>\s]*>|\
 # a table's header row (the row above its "|---|" line), an HTML tag ("<br>", "</b>"), a
 # numbered list's item number ("1.", "2)" opening a line), a task list's box ("- [x]"), a
 # fenced code block's fence line ("```bash"), the generator's own footnote definitions
-# ("[^1]: Acme 2021 filing"), a link's target or a URL, a source named by
+# ("[^1]: Acme 2021 filing"), a list's preamble ("Here are the key facts:"), a link's target or a URL, a source named by
 # its label ("According to Source 2") and the generator's list of its sources.
 MARKUP = re.compile(
     rf"{_SOURCES_LIST}|{SECTION_HEADING.pattern}"
@@ -383,6 +383,8 @@ MARKUP = re.compile(
     r"|(?<=^)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])|(?<=\n)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])"
     r"|^[ \t]{0,3}(?:```|~~~)[^\n]*"
     r"|^[ \t]{0,3}\[\^[^\]\n]+\]:[^\n]*"
+    # a list's preamble that only announces it: "Here are the key facts:" over the items
+    r"|^[ \t]{0,3}here\s+(?:are|is)\b[^\n:.!?]{0,80}:[ \t]*(?=\n\s*(?:[-*+•]|\d{1,3}[.)]|\|))"
     rf"|{_ADDRESS}|{_PROSE_MARKER}",
     re.MULTILINE | re.IGNORECASE,
 )
