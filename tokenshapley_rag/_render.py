@@ -30,7 +30,8 @@ def footnote_numbers(result: AttributionResult) -> dict[str, int]:
     """The footnote number of each cited source id, by first appearance in the answer.
 
     These are the ``n`` of the ``[^n]`` markers of :func:`render_markdown` (``[^tsn]`` when
-    the answer has footnotes of its own) and of the HTML page: a source is numbered by the first supported keyword whose best source it is.
+    the answer has footnotes of its own) and of the HTML page: a source is numbered by the
+    first supported keyword whose best source it is.
     Sources that are retrieved but never cited, or only contradict the answer, get none.
 
     Examples

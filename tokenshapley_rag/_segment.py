@@ -291,7 +291,8 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     """
     view = _visible(text)
     units: list[Keyword] = []
-    for a, b in split_sentences(view):
+    sentences = split_sentences(view)
+    for a, b in sentences:
         if _CJK.search(view, a, b) is not None:
             units.extend(_cjk_sentence_keywords(view, a, b))
         elif _shouted(view[a:b]):
@@ -305,7 +306,7 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     patterns = (CITATION_MARKER, MARKUP) if skip_markup else (CITATION_MARKER,)
     markers = [m.span() for pattern in patterns for m in pattern.finditer(view)]
     if skip_markup:
-        markers += _refusals(view)
+        markers += _refusals(view, sentences)
     if markers:
         # A generator's own citation marker ("[1]", "(source 2)") points at a source, and
         # markup (a heading, a table's header, an HTML tag) labels the answer: neither
@@ -380,7 +381,7 @@ MARKUP = re.compile(
     r"|^[ \t]*\d{1,3}[.)](?=[ \t])"
     r"|^[ \t]*\|[^\n]*\|[ \t]*(?=\n[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|)"
     r"|</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>\n]*)?/?>"
-    r"|(?<=^)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])|(?<=\n)[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])"
+    r"|^[ \t]*[-*+][ \t]+\[[ xX]\](?=[ \t])"
     r"|^[ \t]{0,3}(?:```|~~~)[^\n]*"
     r"|^[ \t]{0,3}\[\^[^\]\n]+\]:[^\n]*"
     # a list's preamble that only announces it: "Here are the key facts:" over the items
@@ -410,17 +411,17 @@ _REFUSAL = re.compile(
 _CLAIM_AFTER = re.compile(r",?\s+(?:but|however|although|though)\b|;", re.IGNORECASE)
 
 
-def _refusals(text: str) -> list[tuple[int, int]]:
-    """The spans of the sentences of ``text`` that say what the sources do not say
-    (:data:`_REFUSAL`), from their start to their end or to a clause that goes on with a
-    claim.
+def _refusals(text: str, sentences: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of the ``sentences`` of ``text`` (:func:`split_sentences`) that say what the
+    sources do not say (:data:`_REFUSAL`), from their start to their end or to a clause that
+    goes on with a claim.
 
     >>> t = "It is tall. The sources do not say who painted it, but it was completed in 1889."
-    >>> [t[a:b] for a, b in _refusals(t)]
+    >>> [t[a:b] for a, b in _refusals(t, split_sentences(t))]
     ['The sources do not say who painted it']
     """
     out = []
-    for a, b in split_sentences(text):
+    for a, b in sentences:
         refusal = _REFUSAL.search(text, a, b)
         if refusal is not None:
             after = _CLAIM_AFTER.search(text, refusal.end(), b)

@@ -948,7 +948,8 @@ def states_other_value(k: KeywordFacts, f: SentenceFacts, answer: SentenceFacts)
 
 
 # A personal pronoun opening a sentence: the sentence goes on about a name said before it.
-PRONOUN_OPENER = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+PRONOUNS = ("he", "she", "it", "they", "his", "her", "its", "their")
+PRONOUN_OPENER = re.compile(rf"\W*(?:{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
 
 
 def _topic(lead: SentenceFacts) -> str:
@@ -1124,7 +1125,7 @@ def keyword_status(
     beside[:-1] |= held[1:] & same_document
     if held.any():
         if subject_sources is None:
-            swapped = _placed_elsewhere(k, held, facts, neighbours) if neighbours and k.kind in ("number", "date") else -1
+            swapped = _placed_elsewhere(k, held, facts, neighbours)
             if swapped >= 0:  # as below, with every holder
                 return "contradicted", np.zeros_like(held), swapped
             if k.kind in ("number", "date") and claim_held is not None and claim_size >= WORD_ANCHOR_MINIMUM:
@@ -1132,9 +1133,9 @@ def keyword_status(
                 # 9090.") is stated by the sentence holding all the rest of it, here with
                 # another value ("... listens on port 8080."), not by another that holds
                 # the number ("The metrics endpoint is served on port 9090.").
-                for j in _claim_sentences(~held, held, claim_held, at_least=claim_size):
-                    if states_other_value(k, facts[j], answer):
-                        return "contradicted", np.zeros_like(held), j
+                whole = _worded_rival(k, ~held, held, facts, answer, claim_held, at_least=claim_size)
+                if whole >= 0:
+                    return "contradicted", np.zeros_like(held), whole
             return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
@@ -1185,15 +1186,14 @@ def keyword_status(
                 beside = _placed_beside_another(k, agreeing, facts, subject_words, neighbours)
                 if beside >= 0:
                     return "contradicted", np.zeros_like(held), beside
-            if neighbours and k.kind in ("number", "date"):
-                # ... and a sentence holds several values, each beside its own words: one
-                # that every holder places beside other words than the answer does, while it
-                # places another value of its kind where the answer places this one, was
-                # swapped ("Net income was $5.2 billion." against "Revenue was $5.2 billion
-                # and net income was $1.1 billion.").
-                swapped = _placed_elsewhere(k, agreeing, facts, neighbours)
-                if swapped >= 0:
-                    return "contradicted", np.zeros_like(held), swapped
+            # ... and a sentence holds several values, each beside its own words: a number or
+            # date that every holder places beside other words than the answer does, while it
+            # places another value of its kind where the answer places this one, was swapped
+            # ("Net income was $5.2 billion." against "Revenue was $5.2 billion and net income
+            # was $1.1 billion.").
+            swapped = _placed_elsewhere(k, agreeing, facts, neighbours)
+            if swapped >= 0:
+                return "contradicted", np.zeros_like(held), swapped
             if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
                 # ... and a page about several people or things holds each one's values: a
                 # value that only its sentences about another name hold is that name's
@@ -1279,9 +1279,9 @@ def keyword_status(
         # its kind, whatever the predicate game makes of it: "Mars has three moons." against
         # "Mars has two small moons, Phobos and Deimos.", "The astronauts collected 23.5 kg of
         # lunar samples." against "... collected 21.5 kg of lunar samples."
-        for j in _claim_sentences(pool, held, claim_held, at_least=claim_size):
-            if states_other_value(k, facts[j], answer):
-                return "contradicted", np.zeros_like(held), j
+        whole = _worded_rival(k, pool, held, facts, answer, claim_held, at_least=claim_size)
+        if whole >= 0:
+            return "contradicted", np.zeros_like(held), whole
     if held.any():
         return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
     return "unsupported", held, -1
@@ -1319,11 +1319,14 @@ def _claim_sentences(pool: np.ndarray, against: np.ndarray, claim_held: np.ndarr
 
 def _worded_rival(
     k: KeywordFacts, pool: np.ndarray, against: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
-    claim_held: np.ndarray,
+    claim_held: np.ndarray, at_least: int = 1,
 ) -> int:
-    """The first of :func:`_claim_sentences` that states another value of the keyword's kind
+    """The first of :func:`_claim_sentences` (holding at least ``at_least`` of the claim's
+    other keywords) that states another value of the keyword's kind
     (:func:`states_other_value`); -1 when there is none."""
-    return next((j for j in _claim_sentences(pool, against, claim_held) if states_other_value(k, facts[j], answer)), -1)
+    return next(
+        (j for j in _claim_sentences(pool, against, claim_held, at_least) if states_other_value(k, facts[j], answer)), -1
+    )
 
 
 def _in_answer(word: str, answer: SentenceFacts) -> bool:
@@ -1430,16 +1433,11 @@ def _placed_beside_another(
     subject = "=" + light_stem(subject_words[-1])
     found = -1
     for j in np.flatnonzero(holders).tolist():
-        placed = facts[j].placed
-        if neighbours and set(neighbours) <= {
-            place for kind, place, values in placed if kind == k.kind and set(values) == k.numbers
-        }:
+        places = _places_of(k, facts[j])
+        if neighbours and set(neighbours) <= places:
             return -1
-        own = [set(values) for kind, place, values in placed if kind == k.kind and place == subject]
-        elsewhere = any(
-            kind == k.kind and place.startswith("=") and place != subject and set(values) == k.numbers
-            for kind, place, values in placed
-        )
+        own = [set(values) for kind, place, values in facts[j].placed if kind == k.kind and place == subject]
+        elsewhere = any(place.startswith("=") and place != subject for place in places)
         # another value shares none of the keyword's ("1217" beside the subject is part of
         # "Saturday 20 May 1217", not another date)
         if not (own and all(not values & k.numbers for values in own) and elsewhere):
@@ -1448,14 +1446,20 @@ def _placed_beside_another(
     return found
 
 
+def _places_of(k: KeywordFacts, f: SentenceFacts) -> set[str]:
+    """Where sentence ``f`` places the value of number or date ``k`` (:attr:`SentenceFacts.placed`)."""
+    return {place for kind, place, values in f.placed if kind == k.kind and set(values) == k.numbers}
+
+
 def _placed_elsewhere(
     k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], neighbours: tuple[str, ...]
 ) -> int:
     """The first of ``holders`` when every one of them places the keyword's value beside
     something (:attr:`SentenceFacts.placed`), none of it what the answer places it beside
     (``neighbours``), and places another value of its kind, sharing none of the keyword's,
-    beside one of ``neighbours``; else -1. A value placed beside nothing ("grew from 1.2
-    million to 1.5 million": 1.5 million follows a number) is never judged here.
+    beside one of ``neighbours``; else -1 (and for a name, or no ``neighbours``). A value
+    placed beside nothing ("grew from 1.2 million to 1.5 million": 1.5 million follows a
+    number) is never judged here.
 
     >>> facts = [sentence_facts("Revenue was $5.2 billion and net income was $1.1 billion.")]
     >>> _placed_elsewhere(keyword_facts("$5.2 billion", "number"), np.array([True]), facts, ("<incom",))
@@ -1463,10 +1467,12 @@ def _placed_elsewhere(
     >>> _placed_elsewhere(keyword_facts("$5.2 billion", "number"), np.array([True]), facts, ("<revenu",))
     -1
     """
+    if not neighbours or k.kind not in ("number", "date"):
+        return -1
     wanted = set(neighbours)
     found = -1
     for j in np.flatnonzero(holders).tolist():
-        own = {place for kind, place, values in facts[j].placed if kind == k.kind and set(values) == k.numbers}
+        own = _places_of(k, facts[j])
         other = any(
             kind == k.kind and place in wanted and values and not set(values) & k.numbers
             and _same_sort(k, values, facts[j])
@@ -1491,8 +1497,6 @@ def _same_sort(k: KeywordFacts, values: tuple[str, ...], f: SentenceFacts) -> bo
         return False
     return set(values) <= f.counts
 
-
-_PRONOUN_OPENERS = frozenset("he she it they his her its their".split())
 
 # The words of a request for an overview, which ask for no predicate of their own ("Tell me
 # about Napoleon.", "List the key facts about Acme."), as light stems.
@@ -1534,7 +1538,7 @@ def _about(f: SentenceFacts) -> str:
     """
     if f.implied:
         return f.implied[0]
-    if f.opening in _PRONOUN_OPENERS:
+    if f.opening in PRONOUNS:
         return ""  # a pronoun whose name the page does not say: someone it does not name
     if f.names:
         return f.names[0]
