@@ -58,7 +58,7 @@ def test_a_brand_with_a_capital_inside_the_word_is_a_name():
     # "iPhone" was a word, so "The iPhone 15 has a 4,575 mAh battery." had no subject and took
     # the Pixel's battery as supported
     assert _citable("The iPhone 15 has a 4,575 mAh battery.") == [
-        ("iPhone", "name"), ("15", "number"), ("4,575", "number"), ("mAh", "word"), ("battery", "word"),
+        ("iPhone 15", "name"), ("4,575", "number"), ("mAh", "word"), ("battery", "word"),
     ]
     assert _citable("I sold my iPad on eBay.") == [("sold", "word"), ("iPad", "name"), ("eBay", "name")]
     # units and prefixed acronyms stay words
@@ -248,3 +248,28 @@ def test_a_year_before_the_common_era_is_negative():
 
     assert [v for _, _, v in all_values("Caesar died in 44 BC, Augustus in AD 14, Rome was founded in 753 B.C.")] == [
         "-44", "14", "-753"]
+
+
+@pytest.mark.parametrize(
+    "answer, citable",
+    [
+        # a name's number is part of the name: Apollo 12 is not Apollo 11
+        ("Apollo 12 landed on the Moon.", [("Apollo 12", "name"), ("landed", "word"), ("Moon", "name")]),
+        ("The iPhone 15 Pro Max starts at 256 GB.", [("iPhone 15 Pro Max", "name"), ("starts", "word"), ("256 GB", "number")]),
+        ("Article 17 of the GDPR sets it.", [("Article 17", "name"), ("GDPR", "name"), ("sets", "word")]),
+        ("The right to data portability is in Article 20.",
+         [("right", "word"), ("data", "word"), ("portability", "word"), ("Article 20", "name")]),
+        # a code opening its sentence is a name
+        ("BRCA1 is located on chromosome 13.", [("BRCA1", "name"), ("located", "word"), ("chromosome", "word"), ("13", "number")]),
+        # ... but not a list of values, what a number counts, a year, or a hedged count
+        ("Haaland scored 36 goals, and Harry Kane 30.",
+         [("Haaland", "word"), ("scored", "word"), ("36", "number"), ("goals", "word"), ("Harry Kane", "name"), ("30", "number")]),
+        ("He played for Chelsea 3 seasons.", [("played", "word"), ("Chelsea", "name"), ("3", "number"), ("seasons", "word")]),
+        ("In Q3 2023 revenue rose.", [("Q3", "name"), ("2023", "date"), ("revenue", "word"), ("rose", "word")]),
+        ("Another 12 people died.", [("Another", "word"), ("12", "number"), ("people", "word"), ("died", "word")]),
+        # a date with its era is one date
+        ("Caesar was killed on 15 March 44 BC.", [("Caesar", "word"), ("killed", "word"), ("15 March 44 BC", "date")]),
+    ],
+)
+def test_numbered_names_codes_and_dates_with_an_era(answer, citable):
+    assert _citable(answer) == citable

@@ -1,7 +1,8 @@
 """The support flag on answers as chat generators format and combine them, end to end with
 the default model: markdown (underscore emphasis, a source named in prose, sections, label
 bullets), chunks that go on about a subject without naming it, values swapped within one
-source sentence, and claims that name no subject. Each row was a wrong status when the
+source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"),
+and claims that name no subject. Each row was a wrong status when the
 library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
 values swapped within a sentence"); the rows that were already right guard the other
 direction."""
@@ -24,6 +25,12 @@ APOLLO = ["Neil Armstrong and Buzz Aldrin landed the lunar module Eagle on 20 Ju
 JWST = ["The James Webb Space Telescope launched on 25 December 2021 on an Ariane 5 rocket.",
         "Its primary mirror is 6.5 metres across and made of 18 hexagonal segments."]
 GLOBEX = ["Globex sales rose 12% in the third quarter of 2023.", "Globex sales fell 3% in the second quarter of 2023."]
+APOLLOS = ["Apollo 11 landed on the Moon on 20 July 1969.", "Apollo 12 landed in the Ocean of Storms on 19 November 1969."]
+IPHONES = ["The iPhone 15 Pro has a 6.1-inch Super Retina XDR display and starts with 128 GB of storage.",
+           "The iPhone 15 Pro Max has a 6.7-inch display and starts at 256 GB."]
+GENES = ["BRCA1 is located on chromosome 17, and BRCA2 on chromosome 13."]
+MOONS = ["Uranus has 28 known moons, and Neptune has 16."]
+PHONES = ["In 2019, Apple sold 5 million units, while Samsung sold 8 million."]
 PORTS = ["The development server listens on port 8080.", "The metrics endpoint is served on port 9090."]
 ACME = ["Acme Corp reported revenue of $4.2 billion in 2023. The company employs 18,500 people. "
         "Its CEO, Maria Lopez, was appointed in March 2019.",
@@ -113,6 +120,24 @@ ROWS = [
      "3:43.13", "unsupported", None),
     ("What were the odds?", ["The odds were 12 to 1 against the horse."], "The odds were 15:1 against the horse.",
      "15:1", "contradicted", "0"),
+    # a numbered name is one name: "Apollo 12" took Apollo 11's date, "iPhone 15 Pro" the Pro Max's storage
+    ("When did Apollo 12 land?", APOLLOS, "Apollo 12 landed on the Moon on 20 July 1969.", "20 July 1969", "contradicted", "1"),
+    ("When did Apollo 12 land?", APOLLOS, "Apollo 12 landed in the Ocean of Storms on 19 November 1969.",
+     "19 November 1969", "supported", "1"),
+    ("Base storage?", IPHONES, "The iPhone 15 Pro starts at 256 GB of storage.", "256 GB", "contradicted", "0"),
+    ("Base storage?", IPHONES, "The iPhone 15 Pro Max starts at 256 GB of storage.", "256 GB", "supported", "1"),
+    ("Screen?", IPHONES, "The iPhone 15 Pro has a 6.1-inch display and starts at 128 GB.", "6.1-inch", "supported", "0"),
+    # a date with its era is one date: "15 March" was contradicted by "15 March 44 BC"
+    ("When was Caesar killed?", ["Julius Caesar was assassinated on the Ides of March, 15 March 44 BC, in Rome."],
+     "Julius Caesar was assassinated in Rome on 15 March 44 BC.", "15 March 44 BC", "supported", "0"),
+    # each clause's values are its own subject's
+    ("Where is BRCA2?", GENES, "BRCA2 is located on chromosome 17.", "17", "contradicted", "0"),
+    ("Where is BRCA2?", GENES, "BRCA2 is located on chromosome 13.", "13", "supported", "0"),
+    ("Neptune's moons?", MOONS, "Neptune has 28 known moons.", "28", "contradicted", "0"),
+    ("Neptune's moons?", MOONS, "Neptune has 16 known moons.", "16", "supported", "0"),
+    ("Uranus's moons?", MOONS, "Uranus has 28 known moons.", "28", "supported", "0"),
+    ("Sales?", PHONES, "Samsung sold 5 million units in 2019.", "5 million", "contradicted", "0"),
+    ("Sales?", PHONES, "Samsung sold 8 million units in 2019.", "2019", "supported", "0"),
     # markdown: underscore emphasis, a source named in prose
     ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
     ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),

@@ -138,8 +138,8 @@ _UNIT = (
 _VALUE_RE = rf"{_SIGN}{_NUMBER}(?:['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
 _KEYWORD = re.compile(
     r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early[\s-]|mid[\s-]|late[\s-])\d?|[a-z]+(?:-[a-z]+)?[\s-]centur)"  # (a quick test)
-    rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+\d{{3,4}}(?!\d)"  # June 5, 2021; December 6 through 29, 1927
-    rf"|{_WEEKDAY}{_DAYS}\s+(?:of\s+)?{_MONTH}(?!\w),?\s+\d{{3,4}}(?!\d)"  # Saturday 20 May 1217; 12 and 27 August 2011
+    rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+(?:\d{{1,4}}\s?{_ERA}|\d{{3,4}}(?!\d))"  # June 5, 2021; December 6 through 29, 1927; March 15, 44 BC
+    rf"|{_WEEKDAY}{_DAYS}\s+(?:of\s+)?{_MONTH}(?!\w),?\s+(?:\d{{1,4}}\s?{_ERA}|\d{{3,4}}(?!\d))"  # Saturday 20 May 1217; 12 and 27 August 2011; 15 March 44 BC
     rf"|{_MONTH}\s+\d{{4}}(?!\d)"  # June 2021
     r"|\d{4}-\d{2}-\d{2}(?!\d)"  # 2021-06-05
     r"|\d{1,2}(?P<date_sep>[./])\d{1,2}(?P=date_sep)\d{4}(?!\d|[./]\d)"  # 31.03.1889, 14/07/2022
@@ -606,7 +606,10 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
                 # nothing by its capital: a word here; the match rule asks the sources.
                 opens = _ALNUM.search(text, opening, start) is None
                 # ... but an acronym is a name wherever it stands ("JFK was shot in 1963.")
-                kind = "name" if piece[:1].isupper() and (not opens or _ACRONYM.fullmatch(piece)) else "word"
+                # ... and so is a code with a digit ("BRCA1 is on chromosome 17.", "A380s ...").
+                kind = "name" if piece[:1].isupper() and (
+                    not opens or _ACRONYM.fullmatch(piece) or _CODE.fullmatch(piece)
+                ) else "word"
                 if opens and word_number_value(piece) is not None and not is_ordinal(text, start, end):
                     # "Sixty-two percent ...", "Fifteen people ...": a count ("Second, ..." is
                     # a discourse marker more often than a rank)
@@ -624,6 +627,7 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             units.append(Keyword(start, start + constant.end(1), constant.group(1), "date"))
             start, piece, kind = start + constant.start(2), constant.group(2), "word"
         units.append(Keyword(start, end, piece, kind))
+    units = _numbered_names(text, units)
     compounds = [
         (a, b) for a, b in (m.span() for m in _compound_numbers(text, begin, stop))
         # not where a unit runs out of it ("Seven Thousand Islands" stays a name)
@@ -639,6 +643,69 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
 
 
 _YEAR_MONEY = re.compile(r"((?:1\d|20)\d\d)\s+(euros|dollars|pounds)")
+# A word that starts with a capital and holds a digit: a code, a name ("BRCA1", "A380", "Q3").
+_CODE = re.compile(rf"{_UP}[\w\-]*\d[\w\-]*")
+# A number that goes on a name ("Apollo 12", "iPhone 15 Pro", "Article 17"): a plain count of
+# at most three digits (a year or a measure is the name's fact, not its part).
+_NAME_NUMBER = re.compile(r"\d{1,3}")
+# Capitalised openers that qualify a count rather than name something ("Another 12 ...").
+_CLAUSE_END = re.compile(r"\s*(?:[.,;:!?)\]]|$)")
+# What names a model after its number ("iPhone 15 Pro", "Galaxy S23 Ultra").
+_MODEL_SUFFIXES = frozenset("Pro Max Plus Ultra Mini Air Lite SE XL Edition".split())
+_NOT_NAMED = frozenset(
+    "and or to than vs versus times years seasons months weeks days hours minutes goals points games matches "
+    "runs wins titles people".split()
+)
+_COUNT_OPENERS = frozenset("another top less fewer least estimated circa ca first last next".split())
+
+
+def _numbered_names(text: str, units: list[Keyword]) -> list[Keyword]:
+    """Join a name and the plain number right after it (and a model's suffix after that)
+    into one name: "Apollo 12" is another mission than "Apollo 11", so its number is part of
+    the name the claim is about ("Apollo 12 landed on 20 July 1969" takes Apollo 11's date),
+    and "12" alone is no fact to check. A capitalised word opening the sentence counts as a
+    name here unless it qualifies a count ("Nearly 300 people", "Another 12 ...").
+
+    The name goes on with its number into the rest of its clause ("Apollo 12 landed",
+    "Article 17 of"), or ends the sentence or clause with it ("... is in Article 20.") when
+    the sentence has no other number; never into a list of values ("Haaland scored 36
+    goals, Harry Kane 30 and Ivan Toney 20.") nor into what the number counts ("Chelsea 3
+    seasons").
+    """
+    numbers = sum(k.kind == "number" for k in units)
+    out: list[Keyword] = []
+    i = 0
+    while i < len(units):
+        k = units[i]
+        after = units[i + 1] if i + 1 < len(units) else None
+        follows = units[i + 2] if i + 2 < len(units) else None
+        if (
+            after is not None and after.kind == "number" and _NAME_NUMBER.fullmatch(after.text)
+            and text[k.end : after.start] == " " and _names_something(k)
+            and (
+                follows is not None and follows.start == after.end + 1 and follows.text.lower() not in _NOT_NAMED
+                or numbers == 1 and _CLAUSE_END.match(text, after.end) is not None
+            )
+        ):
+            end, j = after.end, i + 2
+            if j < len(units) and all(w in _MODEL_SUFFIXES for w in units[j].text.split()) and text[end : units[j].start] == " ":
+                end, j = units[j].end, j + 1  # "iPhone 15 Pro"
+            out.append(Keyword(k.start, end, text[k.start : end], "name"))
+            i = j
+            continue
+        out.append(k)
+        i += 1
+    return out
+
+
+def _names_something(k: Keyword) -> bool:
+    if k.kind == "name":
+        return not _CODE.fullmatch(k.text.split()[-1])  # "Q3 2023" is a period and a year
+    word = k.text.lower()
+    return (
+        k.kind == "word" and k.text[:1].isupper() and not word.endswith("ly")
+        and word not in _COUNT_OPENERS
+    )
 # A word that starts in lower case and capitalises a later part ("iPhone", "eBay", "iPad"):
 # a name. Units ("mAh", "kWh") and acronyms with a prefix ("mRNA", "macOS") are not: their
 # capital is not followed by two lower-case letters.

@@ -244,6 +244,12 @@ class SentenceFacts:
     # sentence, is a name (:func:`opens_like_a_name`: "Inception is a 2010 film ...").
     opening: str = ""
     lowercase: frozenset[str] = frozenset()
+    # The values each clause states of its own subject, in a sentence of two or more
+    # clauses about different names (:func:`clause_values`), as ``(subject, kind, values)``:
+    # the light stem of the subject's last word, and a number's or a date's values.
+    # "BRCA1 is on chromosome 17, and BRCA2 on chromosome 13." gives ("brca1", "number",
+    # ("17",)) and ("brca2", "number", ("13",)).
+    clauses: frozenset[tuple[str, str, tuple[str, ...]]] = frozenset()
     # The name a sentence opening with a personal pronoun stands for, when it is set
     # (:func:`with_implied_subjects`): its source's topic, the first name of the source's
     # first sentence ("It is 330 metres tall." on the Eiffel Tower's page). A sentence states
@@ -298,7 +304,43 @@ def sentence_facts(text: str) -> SentenceFacts:
         placed=_placed(keywords, values),
         opening=words[0] if pieces and pieces[0][:1].isupper() else "",
         lowercase=frozenset(w for piece, w in zip(pieces, words) if piece[:1].islower()),
+        clauses=clause_values(text, keywords, values),
     )
+
+
+# Where a sentence goes on to another subject's clause: ", and", ", while", ", whereas",
+# ", but", a semicolon.
+_CLAUSE_BREAK = re.compile(r",\s+(?:and|while|whereas|but)\s+|;\s+|\s+(?:while|whereas)\s+")
+
+
+def clause_values(
+    text: str, keywords: Sequence[Keyword], values: Sequence[tuple[int, int, str]]
+) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+    """:attr:`SentenceFacts.clauses`: the numbers and dates of each clause of ``text`` with
+    the clause's subject, its first citable keyword (after any dates: "In 2019, Apple ...")
+    when that is a name or a capitalised word opening the sentence. Empty unless two
+    clauses have subjects, and different ones.
+
+    >>> sorted(clause_values(*(lambda t: (t, find_keywords(t), all_values(t)))(
+    ...     "Uranus has 28 known moons, and Neptune has 16.")))
+    [('neptun', 'number', ('16',)), ('uranus', 'number', ('28',))]
+    """
+    bounds = [0] + [m.end() for m in _CLAUSE_BREAK.finditer(text)] + [len(text) + 1]
+    if len(bounds) < 3:
+        return frozenset()
+    out = set()
+    subjects = set()
+    for a, b in zip(bounds, bounds[1:]):
+        inside = [k for k in keywords if a <= k.start < b and k.citable]
+        lead = next((k for k in inside if k.kind != "date"), None)
+        if lead is None or not (lead.kind == "name" or (a == 0 and lead.text[:1].isupper())):
+            continue
+        subject = light_stem(fold(lead.text.split()[-1]))
+        subjects.add(subject)
+        for k in inside:
+            if k.kind in ("number", "date") and (held := _placed_value(k, values)):
+                out.add((subject, k.kind, held))
+    return frozenset(out) if len(subjects) > 1 else frozenset()
 
 
 def _placed(
@@ -572,7 +614,8 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             else w in f.words or stem in f.stems or (w in k.capitals and w in f.spelled)
             for w, stem in zip(k.words, k.word_stems)
         ):
-            return True
+            return not _inside_longer_model(k.words, f.names)
+
         # A first name written as its initial, here or there ("L. Chen", "Laura Chen").
         if len(k.words) > 1 and any(initials_agree(k.words, name.split()) for name in f.names):
             return True
@@ -585,6 +628,23 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
         # An expansion is held by its acronym ("Indian Premier League", "IPL").
         return len(k.words) > 1 and initials(" ".join(k.words)) in f.acronyms
     return bool(k.stems) and k.stems <= f.stems
+
+
+def _inside_longer_model(words: tuple[str, ...], names: Sequence[str]) -> bool:
+    """Whether a numbered name ("iPhone 15 Pro", "Apollo 12") stands in ``names`` only at
+    the start of longer ones: "iPhone 15 Pro Max" is another model, and "iPhone 15 Pro" no
+    fact of it.
+
+    >>> _inside_longer_model(("iphone", "15", "pro"), ["iphone 15 pro max"])
+    True
+    >>> _inside_longer_model(("iphone", "15", "pro"), ["iphone 15 pro max", "iphone 15 pro"])
+    False
+    """
+    if not any(w.isdigit() for w in words):
+        return False
+    n = len(words)
+    starting = [parts for parts in (name.split() for name in names) if tuple(parts[:n]) == words]
+    return bool(starting) and all(len(parts) > n for parts in starting)
 
 
 def _dates_agree(k: KeywordFacts, f: SentenceFacts) -> bool:
@@ -1179,6 +1239,14 @@ def keyword_status(
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
             if subject_words and k.kind in ("number", "date"):
+                # ... and a sentence of several clauses states each subject's values in its
+                # own: one that every holder states in another subject's clause, while it
+                # states another value of its kind in the claim's subject's, is that other
+                # subject's ("BRCA2 is on chromosome 17." against "BRCA1 is on chromosome 17,
+                # and BRCA2 on chromosome 13.").
+                other = _in_anothers_clause(k, agreeing, facts, subject_words)
+                if other >= 0:
+                    return "contradicted", np.zeros_like(held), other
                 # ... and a sentence holds several values, each beside its own name: one
                 # that every holder places beside another name, while it places another
                 # value beside the claim's subject, is that name's ("K2 is 8,849 m high."
@@ -1441,6 +1509,31 @@ def _placed_beside_another(
         # another value shares none of the keyword's ("1217" beside the subject is part of
         # "Saturday 20 May 1217", not another date)
         if not (own and all(not values & k.numbers for values in own) and elsewhere):
+            return -1
+        found = j if found < 0 else found
+    return found
+
+
+def _in_anothers_clause(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], subject_words: tuple[str, ...]
+) -> int:
+    """The first of ``holders`` when every one of them states the keyword's value only in
+    clauses of other subjects (:attr:`SentenceFacts.clauses`) and another value of its kind,
+    sharing none of the keyword's, in a clause of the claim's subject (its last word's light
+    stem); else -1.
+
+    >>> facts = [sentence_facts("BRCA1 is located on chromosome 17, and BRCA2 on chromosome 13.")]
+    >>> _in_anothers_clause(keyword_facts("17", "number"), np.array([True]), facts, ("brca2",))
+    0
+    >>> _in_anothers_clause(keyword_facts("13", "number"), np.array([True]), facts, ("brca2",))
+    -1
+    """
+    subject = light_stem(subject_words[-1])
+    found = -1
+    for j in np.flatnonzero(holders).tolist():
+        stating = {who for who, kind, values in facts[j].clauses if kind == k.kind and set(values) == k.numbers}
+        own = [set(values) for who, kind, values in facts[j].clauses if kind == k.kind and who == subject]
+        if not stating or subject in stating or not own or any(values & k.numbers for values in own):
             return -1
         found = j if found < 0 else found
     return found
