@@ -1,7 +1,7 @@
 """The support flag on answers as chat generators format and combine them, end to end with
 the default model: markdown (underscore emphasis, a source named in prose, sections, label
 bullets), chunks that go on about a subject without naming it, values swapped within one
-source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"),
+source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures,
 and claims that name no subject. Each row was a wrong status when the
 library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
 values swapped within a sentence"); the rows that were already right guard the other
@@ -31,6 +31,8 @@ IPHONES = ["The iPhone 15 Pro has a 6.1-inch Super Retina XDR display and starts
 GENES = ["BRCA1 is located on chromosome 17, and BRCA2 on chromosome 13."]
 MOONS = ["Uranus has 28 known moons, and Neptune has 16."]
 PHONES = ["In 2019, Apple sold 5 million units, while Samsung sold 8 million."]
+NORVALE = ["Norvale Foods reported revenue of $2.4 billion for fiscal 2021, up 6% from 2020. Net income was $180 million.",
+           "In fiscal 2022 Norvale Foods had revenue of $2.7 billion and net income of $205 million."]
 PORTS = ["The development server listens on port 8080.", "The metrics endpoint is served on port 9090."]
 ACME = ["Acme Corp reported revenue of $4.2 billion in 2023. The company employs 18,500 people. "
         "Its CEO, Maria Lopez, was appointed in March 2019.",
@@ -138,6 +140,12 @@ ROWS = [
     ("Uranus's moons?", MOONS, "Uranus has 28 known moons.", "28", "supported", "0"),
     ("Sales?", PHONES, "Samsung sold 5 million units in 2019.", "5 million", "contradicted", "0"),
     ("Sales?", PHONES, "Samsung sold 8 million units in 2019.", "2019", "supported", "0"),
+    # a figure from another year's report, when the answer names the year
+    ("Revenue in 2022?", NORVALE, "Norvale Foods' revenue in 2022 was $2.4 billion, up 6% from 2021.",
+     "$2.4 billion", "contradicted", "1"),
+    ("Revenue in 2022?", NORVALE, "Norvale Foods' revenue in 2022 was $2.7 billion.", "$2.7 billion", "supported", "1"),
+    ("Revenue in 2021?", NORVALE, "Norvale Foods' revenue in 2021 was $2.4 billion, up 6% from 2020.",
+     "$2.4 billion", "supported", "0"),
     # markdown: underscore emphasis, a source named in prose
     ("What was Acme's revenue?", ACME, "Acme's revenue was _$4.2 billion_ in 2023.", "$4.2 billion", "supported", "0"),
     ("Where did Acme build a factory?", ACME, "According to Source 2, Acme opened a factory in Monterrey in 2022.", "Monterrey", "supported", "1"),

@@ -1238,6 +1238,17 @@ def keyword_status(
                 placed = _placed_rival(k, pool, agreeing, facts, answer, claim_held, claim_size, neighbours)
                 if placed >= 0:
                     return "contradicted", np.zeros_like(held), placed
+            if claim_held is not None and k.kind == "number":
+                # ... and a page per year holds each year's figures: a number whose pages
+                # never name a year the answer's claim names, while an anchor sentence naming
+                # it states the same of the subject with another number, is another year's
+                # ("Norvale's revenue in 2022 was $2.4 billion." against the 2021 report's
+                # "revenue of $2.4 billion for fiscal 2021", when the 2022 report says $2.6
+                # billion "for fiscal 2022").
+                pool = subject_sources[sentence_document] & ~held
+                other_year = _another_years_rival(k, agreeing, pool, facts, answer, claim_held, sentence_document)
+                if other_year >= 0:
+                    return "contradicted", np.zeros_like(held), other_year
             if subject_words and k.kind in ("number", "date"):
                 # ... and a sentence of several clauses states each subject's values in its
                 # own: one that every holder states in another subject's clause, while it
@@ -1395,6 +1406,42 @@ def _worded_rival(
     return next(
         (j for j in _claim_sentences(pool, against, claim_held, at_least) if states_other_value(k, facts[j], answer)), -1
     )
+
+
+def _another_years_rival(
+    k: KeywordFacts, holders: np.ndarray, pool: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
+    claim_held: np.ndarray, sentence_document: np.ndarray,
+) -> int:
+    """When the pages holding the keyword leave out a year the answer sentence names: the
+    sentence of ``pool`` that names every such year, holds every content word of the answer
+    sentence that a holder holds ("revenue", not only "founded" for a revenue), and states
+    another number (:func:`states_other_value`), the one holding the most of the claim's
+    other keywords (``claim_held``) first; else -1.
+
+    >>> facts = [sentence_facts("Revenue was $2.4 billion for fiscal 2021, up 6% from 2020."),
+    ...          sentence_facts("In fiscal 2022 revenue was $2.7 billion.")]
+    >>> answer = sentence_facts("Revenue in 2022 was $2.4 billion, up 6% from 2021.")
+    >>> _another_years_rival(keyword_facts("$2.4 billion", "number"), np.array([True, False]),
+    ...                      np.array([False, True]), facts, answer, np.array([3, 2]), np.array([0, 1]))
+    1
+    """
+    years = {v for v in answer.dates if is_year(v)}
+    if not years:
+        return -1
+    pages = np.isin(sentence_document, sentence_document[holders])
+    missing = years - set().union(*(facts[j].dates for j in np.flatnonzero(pages).tolist()))
+    if not missing:
+        return -1
+    content = {light_stem(w) for w in answer.words if w.isalpha() and w not in _NON_KEYWORDS}
+    shared = [content & facts[j].stems for j in np.flatnonzero(holders).tolist()]
+    tried = np.flatnonzero(pool)
+    for j in tried[np.lexsort((tried, -claim_held[tried]))].tolist():
+        if (
+            missing <= facts[j].dates and all(words <= facts[j].stems for words in shared)
+            and states_other_value(k, facts[j], answer)
+        ):
+            return j
+    return -1
 
 
 def _in_answer(word: str, answer: SentenceFacts) -> bool:
