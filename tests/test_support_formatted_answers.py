@@ -140,6 +140,9 @@ ROWS = [
     ("Uranus's moons?", MOONS, "Uranus has 28 known moons.", "28", "supported", "0"),
     ("Sales?", PHONES, "Samsung sold 5 million units in 2019.", "5 million", "contradicted", "0"),
     ("Sales?", PHONES, "Samsung sold 8 million units in 2019.", "2019", "supported", "0"),
+    # a value placed beside the claim's subject is the subject's, whatever stands beside another value
+    ("Le Pen's share?", ["In the 2017 second round, Emmanuel Macron won 66.1% of the vote against Marine Le Pen's 33.9%."],
+     "Marine Le Pen won 33.9% of the vote.", "33.9%", "supported", "0"),
     # a figure from another year's report, when the answer names the year
     ("Revenue in 2022?", NORVALE, "Norvale Foods' revenue in 2022 was $2.4 billion, up 6% from 2021.",
      "$2.4 billion", "contradicted", "1"),

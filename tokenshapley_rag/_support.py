@@ -1270,7 +1270,7 @@ def keyword_status(
             # places another value of its kind where the answer places this one, was swapped
             # ("Net income was $5.2 billion." against "Revenue was $5.2 billion and net income
             # was $1.1 billion.").
-            swapped = _placed_elsewhere(k, agreeing, facts, neighbours)
+            swapped = _placed_elsewhere(k, agreeing, facts, neighbours, subject_words)
             if swapped >= 0:
                 return "contradicted", np.zeros_like(held), swapped
             if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
@@ -1592,14 +1592,17 @@ def _places_of(k: KeywordFacts, f: SentenceFacts) -> set[str]:
 
 
 def _placed_elsewhere(
-    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], neighbours: tuple[str, ...]
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], neighbours: tuple[str, ...],
+    subject_words: tuple[str, ...] = (),
 ) -> int:
     """The first of ``holders`` when every one of them places the keyword's value beside
     something (:attr:`SentenceFacts.placed`), none of it what the answer places it beside
     (``neighbours``), and places another value of its kind, sharing none of the keyword's,
     beside one of ``neighbours``; else -1 (and for a name, or no ``neighbours``). A value
     placed beside nothing ("grew from 1.2 million to 1.5 million": 1.5 million follows a
-    number) is never judged here.
+    number) is never judged here, nor one a holder places beside the claim's subject
+    (``subject_words``: "Marine Le Pen won 33.9% of the vote." for "Emmanuel Macron won 66.1%
+    of the vote against Marine Le Pen's 33.9%.").
 
     >>> facts = [sentence_facts("Revenue was $5.2 billion and net income was $1.1 billion.")]
     >>> _placed_elsewhere(keyword_facts("$5.2 billion", "number"), np.array([True]), facts, ("<incom",))
@@ -1610,9 +1613,12 @@ def _placed_elsewhere(
     if not neighbours or k.kind not in ("number", "date"):
         return -1
     wanted = set(neighbours)
+    subject = "=" + light_stem(subject_words[-1]) if subject_words else None
     found = -1
     for j in np.flatnonzero(holders).tolist():
         own = _places_of(k, facts[j])
+        if subject in own:
+            return -1
         other = any(
             kind == k.kind and place in wanted and values and not set(values) & k.numbers
             and _same_sort(k, values, facts[j])
