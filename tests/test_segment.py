@@ -267,9 +267,13 @@ def test_a_year_before_the_common_era_is_negative():
         ("He played for Chelsea 3 seasons.", [("played", "word"), ("Chelsea", "name"), ("3", "number"), ("seasons", "word")]),
         ("In Q3 2023 revenue rose.", [("Q3", "name"), ("2023", "date"), ("revenue", "word"), ("rose", "word")]),
         ("Another 12 people died.", [("Another", "word"), ("12", "number"), ("people", "word"), ("died", "word")]),
+        # a number in scientific notation is one number, with its unit
+        ("It is 6.022e23 per mole.", [("6.022e23 per mole", "number")]),
+        ("It weighs 5.97 × 10²⁴ kg.", [("weighs", "word"), ("5.97 × 10²⁴ kg", "number")]),
+        ("A proton has 1.67 x 10^-27 kg.", [("proton", "word"), ("1.67 x 10^-27 kg", "number")]),
         # a date with its era is one date
         ("Caesar was killed on 15 March 44 BC.", [("Caesar", "word"), ("killed", "word"), ("15 March 44 BC", "date")]),
     ],
 )
-def test_numbered_names_codes_and_dates_with_an_era(answer, citable):
+def test_numbered_names_codes_scientific_notation_and_dates_with_an_era(answer, citable):
     assert _citable(answer) == citable

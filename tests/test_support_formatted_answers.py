@@ -1,7 +1,7 @@
 """The support flag on answers as chat generators format and combine them, end to end with
 the default model: markdown (underscore emphasis, a source named in prose, sections, label
 bullets), chunks that go on about a subject without naming it, values swapped within one
-source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures,
+source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures, scientific notation,
 and claims that name no subject. Each row was a wrong status when the
 library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
 values swapped within a sentence"); the rows that were already right guard the other
@@ -143,6 +143,15 @@ ROWS = [
     # a value placed beside the claim's subject is the subject's, whatever stands beside another value
     ("Le Pen's share?", ["In the 2017 second round, Emmanuel Macron won 66.1% of the vote against Marine Le Pen's 33.9%."],
      "Marine Le Pen won 33.9% of the vote.", "33.9%", "supported", "0"),
+    # scientific notation is one value, however written: "6.022e23" was "6" (contradicted) and "022e23"
+    ("Avogadro's number?", ["The Avogadro constant is 6.022 × 10^23 per mole."], "Avogadro's constant is 6.022e23 per mole.",
+     "6.022e23 per mole", "supported", "0"),
+    ("Avogadro's number?", ["The Avogadro constant is 6.022 × 10^23 per mole."],
+     "The Avogadro constant is 6.022 × 10^22 per mole.", "6.022 × 10^22 per mole", "contradicted", "0"),
+    ("Earth's mass?", ["The mass of the Earth is 5.97 × 10²⁴ kg."], "The Earth's mass is 5.97 × 10^24 kg.",
+     "5.97 × 10^24 kg", "supported", "0"),
+    ("Speed of light?", ["The speed of light in vacuum is exactly 299,792,458 m/s."], "The speed of light is about 3 × 10^8 m/s.",
+     "3 × 10^8 m/s", "supported", "0"),
     # a figure from another year's report, when the answer names the year
     ("Revenue in 2022?", NORVALE, "Norvale Foods' revenue in 2022 was $2.4 billion, up 6% from 2021.",
      "$2.4 billion", "contradicted", "1"),

@@ -135,7 +135,9 @@ _UNIT = (
     r"(?:-[a-z]+(?:-[a-z]+)*(?![\w-])"
     rf"|{_MULTIPLIER}?(?:\s?%|\s?{_UNIT_WORD}(?:/(?:kg|g|s|h|day|km|m|l|L|ml))?(?![\w°]))?(?:\s+per\s+[a-z]+(?!\w))?)"
 )
-_VALUE_RE = rf"{_SIGN}{_NUMBER}(?:['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
+# A power of ten after a number: scientific notation ("6.022e23", "3.0 × 10^8", "5.97 × 10²⁴").
+EXPONENT = r"(?:[eE][-+\u2212]?\d{1,3}(?!\w)|\s?[×x·]\s?10(?:\s?\^\s?[-+\u2212]?\d{1,3}(?!\d)|[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))"
+_VALUE_RE = rf"{_SIGN}{_NUMBER}(?:{EXPONENT}|['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
 _KEYWORD = re.compile(
     r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early[\s-]|mid[\s-]|late[\s-])\d?|[a-z]+(?:-[a-z]+)?[\s-]centur)"  # (a quick test)
     rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+(?:\d{{1,4}}\s?{_ERA}|\d{{3,4}}(?!\d))"  # June 5, 2021; December 6 through 29, 1927; March 15, 44 BC

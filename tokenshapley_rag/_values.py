@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
+    EXPONENT,
     is_ordinal,
     is_rank_superlative,
     number_value,
@@ -177,12 +178,37 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['3700000', '1200000000', '4000000', '2500000']
     >>> [v for _, _, v in all_values("in 44 BC, 753 BCE and AD 14")]
     ['-44', '-753', '14']
+    >>> [v for _, _, v in all_values("6.022e23, 6.022 × 10^23, 6.022 × 10²³ and 1.6 x 10^-19")]
+    ['602200000000000000000000', '602200000000000000000000', '602200000000000000000000', '0.00000000000000000016']
     """
-    values = value_spans(text) + word_number_spans(text)
+    scientific = scientific_spans(text)
+    values = [
+        (a, b, v) for a, b, v in value_spans(text) if not any(s <= a < e for s, e, _ in scientific)
+    ] + scientific + word_number_spans(text)
     return sorted(
         [(a, b, _before_christ(text, b, _clock(text, b, _scaled(text, a, b, v)))) for a, b, v in values]
         + rank_superlative_spans(text)
     )
+
+
+_SCIENTIFIC = re.compile(
+    rf"(?<![\w.,])(-?\d+(?:\.\d+)?)(?=[eE\s×x·])({EXPONENT})"
+)
+_POWER = re.compile(r"(?:[eE]|10\s?\^\s?|10)([-+\u2212⁻⁺]?[\d⁰¹²³⁴⁵⁶⁷⁸⁹]+)$")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "0123456789-+-")
+
+
+def scientific_spans(text: str) -> list[tuple[int, int, str]]:
+    """Numbers in scientific notation, ``(start, end, value)``: "6.022e23", "6.022 × 10^23"
+    and "6.022 × 10²³" are one value, written out as :func:`number_value` writes numbers."""
+    out = []
+    for m in _SCIENTIFIC.finditer(text):
+        power = _POWER.search(m.group(2))
+        if power is None:
+            continue
+        exponent = int(power.group(1).translate(_SUPERSCRIPTS))
+        out.append((m.start(), m.end(), number_value(format(Decimal(m.group(1)).scaleb(exponent), "f"))))
+    return out
 
 
 # A year before the common era: "44 BC" is -44, which "44 AD" is not.
