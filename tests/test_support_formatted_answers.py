@@ -1,7 +1,7 @@
 """The support flag on answers as chat generators format and combine them, end to end with
 the default model: markdown (underscore emphasis, a source named in prose, sections, label
 bullets), chunks that go on about a subject without naming it, values swapped within one
-source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures, scientific notation,
+source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures, scientific notation, units named in another language,
 and claims that name no subject. Each row was a wrong status when the
 library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
 values swapped within a sentence"); the rows that were already right guard the other
@@ -152,6 +152,10 @@ ROWS = [
      "5.97 × 10^24 kg", "supported", "0"),
     ("Speed of light?", ["The speed of light in vacuum is exactly 299,792,458 m/s."], "The speed of light is about 3 × 10^8 m/s.",
      "3 × 10^8 m/s", "supported", "0"),
+    # an answer in another language over English sources: its units are units
+    ("Longueur ?", ["The Danube is 2,850 kilometres long."], "Le Danube mesure 2 850 kilomètres.", "2 850 kilomètres", "supported", "0"),
+    ("Wie lang?", ["The Danube is 2,850 kilometres long."], "Die Donau ist 2850 Kilometer lang.", "2850 Kilometer", "supported", "0"),
+    ("Wie lange?", ["The film runs 1 hour 30 minutes."], "Der Film dauert 90 Minuten.", "90 Minuten", "supported", "0"),
     # a figure from another year's report, when the answer names the year
     ("Revenue in 2022?", NORVALE, "Norvale Foods' revenue in 2022 was $2.4 billion, up 6% from 2021.",
      "$2.4 billion", "contradicted", "1"),

@@ -37,6 +37,12 @@ DURATION = {
     ("h", "hr", "hrs", "hour", "hours"): 3600.0,
     ("day", "days"): 86400.0,
     ("week", "weeks"): 604800.0,
+    # German, French, Spanish, Italian and Portuguese names (an answer in one of them over
+    # English sources): "90 Minuten" is "1.5 hours".
+    ("Sekunde", "Sekunden", "seconde", "secondes", "segundo", "segundos", "secondi"): 1.0,
+    ("Minute", "Minuten", "minuto", "minutos", "minuti"): 60.0,
+    ("Stunde", "Stunden", "heure", "heures", "hora", "horas"): 3600.0,
+    ("Tage", "Tagen", "jour", "jours", "día", "días", "dia", "dias", "giorno", "giorni"): 86400.0,
 }
 
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
@@ -51,6 +57,12 @@ LENGTH = {
     ("cm", "centimetre", "centimetres", "centimeter", "centimeters"): 0.01,
     ("m", "metre", "metres", "meter", "meters"): 1.0,
     ("km", "kilometre", "kilometres", "kilometer", "kilometers"): 1000.0,
+    # ... in German, French, Spanish, Italian and Portuguese ("metro", a city's railway, left out)
+    ("Millimeter", "millimètre", "millimètres", "milímetro", "milímetros", "millimetro", "millimetri"): 0.001,
+    ("Zentimeter", "centimètre", "centimètres", "centímetro", "centímetros", "centimetro", "centimetri"): 0.01,
+    ("Meter", "mètre", "mètres", "metros", "metri"): 1.0,
+    ("Kilometer", "kilomètre", "kilomètres", "kilómetro", "kilómetros", "quilômetro", "quilômetros", "chilometro",
+     "chilometri"): 1000.0,
     ("inch", "inches"): 0.0254,
     ("ft", "foot", "feet"): 0.3048,
     ("yd", "yard", "yards"): 0.9144,
@@ -63,12 +75,15 @@ MASS = {
     ("g", "gram", "grams", "gramme", "grammes"): 0.001,
     ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
     ("tonne", "tonnes", "metric ton", "metric tons"): 1000.0,
+    ("Gramm", "gramo", "gramos", "grammo", "grammi"): 0.001,
+    ("Kilogramm", "kilogramo", "kilogramos", "chilogrammo", "chilogrammi"): 1.0,
+    ("Tonne", "Tonnen", "tonelada", "toneladas", "tonnellata", "tonnellate"): 1000.0,
     ("lb", "lbs", "pound", "pounds"): 0.45359237,
     ("oz", "ounce", "ounces"): 0.028349523125,
 }
 VOLUME = {
     ("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"): 0.001,
-    ("litre", "litres", "liter", "liters"): 1.0,
+    ("litre", "litres", "liter", "liters", "Liter", "litro", "litros", "litri"): 1.0,
     ("gallon", "gallons"): 3.785411784,
 }
 AREA = {
@@ -122,7 +137,7 @@ def _cased_unit_sizes() -> dict[str, tuple[str, float, float]]:
 
 
 CASED_UNIT_SIZES = _cased_unit_sizes()
-PERCENT = ("%", "percent", "per cent", "pct")
+PERCENT = ("%", "percent", "per cent", "pct", "Prozent", "pour cent", "por ciento", "per cento", "por cento")
 TEMPERATURE = {
     ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
     ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
