@@ -650,14 +650,17 @@ _CODE = re.compile(rf"{_UP}[\w\-]*\d[\w\-]*")
 # A number that goes on a name ("Apollo 12", "iPhone 15 Pro", "Article 17"): a plain count of
 # at most three digits (a year or a measure is the name's fact, not its part).
 _NAME_NUMBER = re.compile(r"\d{1,3}")
-# Capitalised openers that qualify a count rather than name something ("Another 12 ...").
+# Where a clause or a sentence ends right after a number.
 _CLAUSE_END = re.compile(r"\s*(?:[.,;:!?)\]]|$)")
 # What names a model after its number ("iPhone 15 Pro", "Galaxy S23 Ultra").
 _MODEL_SUFFIXES = frozenset("Pro Max Plus Ultra Mini Air Lite SE XL Edition".split())
+# Words after a number that make it no part of the name before it: a list's joiners ("Harry
+# Kane 30 and Ivan Toney 20") and what the number counts ("Chelsea 3 seasons").
 _NOT_NAMED = frozenset(
     "and or to than vs versus times years seasons months weeks days hours minutes goals points games matches "
     "runs wins titles people".split()
 )
+# Capitalised openers that qualify a count rather than name something ("Another 12 ...").
 _COUNT_OPENERS = frozenset("another top less fewer least estimated circa ca first last next".split())
 
 
@@ -701,6 +704,8 @@ def _numbered_names(text: str, units: list[Keyword]) -> list[Keyword]:
 
 
 def _names_something(k: Keyword) -> bool:
+    """Whether keyword ``k`` may take the number after it into its name: a name that does not
+    end in a code, or a capitalised word opening the sentence that qualifies no count."""
     if k.kind == "name":
         return not _CODE.fullmatch(k.text.split()[-1])  # "Q3 2023" is a period and a year
     word = k.text.lower()
@@ -708,6 +713,8 @@ def _names_something(k: Keyword) -> bool:
         k.kind == "word" and k.text[:1].isupper() and not word.endswith("ly")
         and word not in _COUNT_OPENERS
     )
+
+
 # A word that starts in lower case and capitalises a later part ("iPhone", "eBay", "iPad"):
 # a name. Units ("mAh", "kWh") and acronyms with a prefix ("mRNA", "macOS") are not: their
 # capital is not followed by two lower-case letters.

@@ -613,9 +613,8 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             (w in f.acronyms or w in f.spelled) if w in k.capitals and w in _NON_KEYWORDS
             else w in f.words or stem in f.stems or (w in k.capitals and w in f.spelled)
             for w, stem in zip(k.words, k.word_stems)
-        ):
-            return not _inside_longer_model(k.words, f.names)
-
+        ) and not _inside_longer_model(k.words, f.names):
+            return True
         # A first name written as its initial, here or there ("L. Chen", "Laura Chen").
         if len(k.words) > 1 and any(initials_agree(k.words, name.split()) for name in f.names):
             return True

@@ -42,7 +42,7 @@ DURATION = {
     ("Sekunde", "Sekunden", "seconde", "secondes", "segundo", "segundos", "secondi"): 1.0,
     ("Minute", "Minuten", "minuto", "minutos", "minuti"): 60.0,
     ("Stunde", "Stunden", "heure", "heures", "hora", "horas"): 3600.0,
-    ("Tage", "Tagen", "jour", "jours", "día", "días", "dia", "dias", "giorno", "giorni"): 86400.0,
+    ("Tage", "Tagen", "jour", "jours", "día", "días", "dias", "giorno", "giorni"): 86400.0,
 }
 
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
