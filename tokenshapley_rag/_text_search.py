@@ -7,12 +7,12 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SentenceTexts", "is_word_char", "sentences_with_sequence", "span_words"]
+__all__ = ["SentenceTexts", "WordIndex", "is_word_char", "sentences_with_sequence", "span_words"]
 
 
 def sentences_with_sequence(
@@ -68,6 +68,59 @@ def normalize_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+def sentence_words(normalized: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each word (a run of word characters, ``\\w+``, the runs :func:`is_word_char` bounds) of
+    the ``normalized`` sentences, with the sentences that hold it whole, ascending.
+
+    >>> sorted((w, s.tolist()) for w, s in sentence_words(["a b.", "b c-a"]).items())
+    [('a', [0, 1]), ('b', [0, 1]), ('c', [1])]
+    """
+    holders: dict[str, list[int]] = {}
+    for s, text in enumerate(normalized):
+        for word in set(_WORD.findall(text)):
+            holders.setdefault(word, []).append(s)
+    return {w: np.asarray(ss, dtype=np.int64) for w, ss in holders.items()}
+
+
+@dataclass(frozen=True)
+class WordIndex:
+    """Which sentences hold each word, block by block (a block: one source's sentences, its
+    :func:`sentence_words`, kept with the source; a context only lists its blocks). A
+    phrase found word for word (:meth:`SentenceTexts.holding` with both boundaries) holds
+    each of its words whole, so only the sentences holding all of them need a scan: the
+    whole joined context was scanned once per keyword (docs/reports/performance.md).
+
+    >>> index = WordIndex(((0, sentence_words(["a b.", "c"])), (2, sentence_words(["b c"]))), 3)
+    >>> index.candidates("b c").tolist(), index.candidates("a").tolist(), index.candidates("%")
+    ([True, False, True], [True, False, False], None)
+    """
+
+    blocks: tuple[tuple[int, Mapping[str, np.ndarray]], ...]  # (first sentence, its sentence_words)
+    n_sentences: int
+
+    def candidates(self, needle: str) -> np.ndarray | None:
+        """``(n_sentences,)`` bool: in each block, the sentences holding whole the word of
+        ``needle`` (already normalized) that the fewest of them hold, and none where a word
+        is held by none; a superset of the sentences holding the needle bounded. None when
+        it has no word (every sentence is a candidate)."""
+        words = _WORD.findall(needle)
+        if not words:
+            return None
+        out = np.zeros(self.n_sentences, dtype=bool)
+        for first, holders in self.blocks:
+            fewest = None
+            for word in words:
+                found = holders.get(word)
+                if found is None:
+                    fewest = None
+                    break
+                if fewest is None or len(found) < len(fewest):
+                    fewest = found
+            if fewest is not None:
+                out[first + fewest] = True
+        return out
+
+
 @dataclass(frozen=True)
 class SentenceTexts:
     """The datastore's sentences, normalized once (NFKC, case folded, whitespace
@@ -80,6 +133,8 @@ class SentenceTexts:
     text: str
     starts: np.ndarray  # (n_sentences,) start of each sentence in ``text``
     _bounds: list[int] = field(init=False, repr=False, compare=False)  # starts, then len(text)
+    # Which sentences hold each word (None: none kept; every phrase scans the whole text).
+    words: WordIndex | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_bounds", [*np.asarray(self.starts).tolist(), len(self.text)])
@@ -101,6 +156,43 @@ class SentenceTexts:
         np.cumsum(lengths[:-1], out=starts[1:])  # "\n" between sentences: a phrase never spans two
         return cls("\n".join(normalized), starts)
 
+    @classmethod
+    def of_blocks(cls, blocks: Sequence[SentenceTexts]) -> SentenceTexts:
+        """The blocks' sentences in order, as :meth:`joined` of all of them gives them, with
+        the blocks' word indexes listed (each block: one source's sentences, joined once and
+        kept with the source, so a new list of known sources joins a few hundred texts, not
+        thousands). Every block has a sentence; without a word index in each (:meth:`indexed`), the
+        result has none.
+
+        >>> a, b = SentenceTexts.indexed(["a b.", "c."]), SentenceTexts.indexed(["b c"])
+        >>> both = SentenceTexts.of_blocks([a, b])
+        >>> whole = SentenceTexts.joined(["a b.", "c.", "b c"])
+        >>> both.text == whole.text, both.starts.tolist() == whole.starts.tolist(), both.holding_many(["b"]).tolist()
+        (True, True, [[True, False, True]])
+        """
+        offsets = np.zeros(len(blocks), dtype=np.int64)
+        np.cumsum([len(b.text) + 1 for b in blocks[:-1]], out=offsets[1:])
+        firsts = np.zeros(len(blocks), dtype=np.int64)
+        np.cumsum([len(b.starts) for b in blocks[:-1]], out=firsts[1:])
+        starts = (
+            np.concatenate([b.starts + at for b, at in zip(blocks, offsets.tolist())]) if blocks
+            else np.zeros(0, np.int64)
+        )
+        # A block without its index leaves the whole context without one (its sentences
+        # would otherwise never be candidates).
+        whole = all(b.words is not None and len(b.words.blocks) == 1 and b.words.blocks[0][0] == 0 for b in blocks)
+        index = WordIndex(
+            tuple((first, words) for first, b in zip(firsts.tolist(), blocks) for _, words in b.words.blocks),
+            len(starts),
+        ) if whole else None
+        return cls("\n".join(b.text for b in blocks), starts, index)
+
+    @classmethod
+    def indexed(cls, normalized: Sequence[str]) -> SentenceTexts:
+        """:meth:`joined`, with the word index of its sentences (one block)."""
+        texts = cls.joined(normalized)
+        return cls(texts.text, texts.starts, WordIndex(((0, sentence_words(normalized)),), len(normalized)))
+
     def holding_many(self, phrases: Sequence[str], within: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
         """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase; with
         ``within``, phrase ``r`` is looked for only in the sentences where ``within[r]``
@@ -115,7 +207,10 @@ class SentenceTexts:
         """
         out = np.zeros((len(phrases), len(self._bounds) - 1), dtype=bool)
         for r, phrase in enumerate(phrases):
-            self._find(phrase, False, False, out[r], None if within is None else within[r])
+            only = None if within is None else within[r]
+            if self.words is not None and (maybe := self.words.candidates(normalize_text(phrase))) is not None:
+                only = maybe if only is None else maybe & only  # the rest cannot hold it (WordIndex)
+            self._find(phrase, False, False, out[r], only)
         return out
 
     def holding(self, phrase: str, *, open_start: bool = False, open_end: bool = False) -> np.ndarray:
