@@ -100,6 +100,13 @@ def test_word_index_finds_what_the_whole_scan_finds(seed):
     within = [None if rng.random() < 0.5 else rng.random(len(sentences)) < 0.5 for _ in phrases]
     got, scanned = indexed.holding_many(phrases, within), whole.holding_many(phrases, within)
     np.testing.assert_array_equal(got, scanned)
+    # The blocks' signatures only skip blocks that cannot hold a phrase.
+    unsigned = WordIndex(indexed.words.blocks, indexed.words.n_sentences)
+    assert indexed.words.signatures is not None and indexed.words.signatures.shape[0] == len(blocks)
+    for phrase in phrases:
+        want = unsigned.candidates(normalize_text(phrase))
+        got_candidates = indexed.words.candidates(normalize_text(phrase))
+        assert (want is None and got_candidates is None) or want.tolist() == got_candidates.tolist()
     for r, phrase in enumerate(phrases):
         want = np.array(_oracle(sentences, phrase))
         np.testing.assert_array_equal(got[r], want if within[r] is None else want & within[r])

@@ -78,18 +78,27 @@ class ContextView:
     @classmethod
     def of(cls, views: Sequence[tuple[int, SourceView]]) -> ContextView:
         """From each source's index and view, in order (each source once)."""
-        facts = [f for _, view in views for f in view.facts]
-        offsets = np.zeros(len(views), dtype=np.int64)
-        np.cumsum([len(view.fact_keys) for _, view in views[:-1]], out=offsets[1:])
+        # One pass over the views (a long context has hundreds), then one join per field.
+        facts: list[SentenceFacts] = []
+        topics: dict[int, str] = {}
+        keys, ends, counted, key_counts, sentence_counts = [], [], [], [], []
+        for si, view in views:
+            facts.extend(view.facts)
+            if view.topic:
+                topics[si] = view.topic
+            keys.append(view.fact_keys)
+            ends.append(view.key_ends)
+            counted.append(view.counted)
+            key_counts.append(len(view.fact_keys))
+            sentence_counts.append(len(view.key_ends))
         if views:
-            keys = np.concatenate([view.fact_keys for _, view in views])
-            ends = np.concatenate([view.key_ends + at for (_, view), at in zip(views, offsets.tolist())])
-            counted = np.concatenate([view.counted for _, view in views])
+            # Each source's ends, moved by the keys of the sources before it.
+            lengths = np.array(key_counts, dtype=np.int64)
+            fact_keys = (
+                np.concatenate(keys),
+                np.concatenate(ends) + np.repeat(np.cumsum(lengths) - lengths, sentence_counts),
+                np.concatenate(counted),
+            )
         else:
-            keys, ends, counted = np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, bool)
-        return cls(
-            facts=facts,
-            topics={si: view.topic for si, view in views if view.topic},
-            texts=SentenceTexts.of_blocks([view.texts for _, view in views]),
-            fact_keys=(keys, ends, counted),
-        )
+            fact_keys = (np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, bool))
+        return cls(facts, topics, SentenceTexts.of_blocks([view.texts for _, view in views]), fact_keys)

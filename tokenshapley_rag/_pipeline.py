@@ -190,25 +190,23 @@ class Pipeline:
         (docs/reports/performance.md). None where a source's sentences are not listed
         together (a source's topic is its first sentence's wherever its others are)."""
         records = store.sentences
-        runs: list[tuple[int, tuple[str, ...], tuple[int, ...]]] = []  # (source, texts, positions)
-        a, n = 0, len(records)
-        while a < n:
-            si, b = records[a].source_index, a + 1
-            while b < n and records[b].source_index == si:
-                b += 1
-            runs.append((si, tuple(r.text for r in records[a:b]), tuple(r.sentence_index for r in records[a:b])))
-            a = b
-        if len({si for si, _, _ in runs}) < len(runs):
+        of_source = [r.source_index for r in records]
+        texts = [r.text for r in records]
+        positions = [r.sentence_index for r in records]
+        # Each source's run of sentences: (source, its texts, their positions), the key of its view.
+        cuts = [0, *(i for i in range(1, len(of_source)) if of_source[i] != of_source[i - 1]), len(of_source)]
+        runs = [of_source[a] for a in cuts[:-1]]
+        if len(set(runs)) < len(runs):
             return None
-        keys = [(texts, positions) for _, texts, positions in runs]
+        keys = [(tuple(texts[a:b]), tuple(positions[a:b])) for a, b in zip(cuts, cuts[1:])]
         views = self._source_views.get_many(keys)
         for i, view in enumerate(views):
             if view is None:
-                texts, positions = keys[i]
-                known = self.sentence_views(list(texts))
-                views[i] = view = SourceView.of([f for f, _ in known], texts, [t for _, t in known], positions)
-                self._source_views.put(keys[i], view, weight=max(len(texts), 1))
-        return ContextView.of([(si, view) for (si, _, _), view in zip(runs, views)])
+                run_texts, run_positions = keys[i]
+                known = self.sentence_views(list(run_texts))
+                views[i] = view = SourceView.of([f for f, _ in known], run_texts, [t for _, t in known], run_positions)
+                self._source_views.put(keys[i], view, weight=max(len(run_texts), 1))
+        return ContextView.of(list(zip(runs, views)))
 
     def forget(self) -> None:
         """Empty what the pipeline remembers in memory (the sentence cache is kept)."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,13 +83,40 @@ def sentence_words(normalized: Sequence[str]) -> dict[str, np.ndarray]:
     return {w: np.asarray(ss, dtype=np.int64) for w, ss in holders.items()}
 
 
+# Bits of a block's word signature (WordIndex): a block of ~100 distinct words sets ~2% of them.
+SIGNATURE_BITS = 4096
+
+
+def _word_bit(word: str) -> int:
+    """The signature bit of ``word``: the same in every process (a signature may outlive a
+    process's ``hash`` seed, e.g. pickled), unlike ``hash``."""
+    return zlib.crc32(word.encode("utf-8", "surrogatepass")) & (SIGNATURE_BITS - 1)
+
+
+def word_signature(words: Sequence[str]) -> np.ndarray:
+    """``(1, SIGNATURE_BITS // 64)`` uint64: the bits of ``words`` (:func:`_word_bit`) set.
+    A block missing any bit of a phrase's words holds none of its matches.
+
+    >>> sig = word_signature(["paris", "city"])
+    >>> sig.shape, int(np.unpackbits(sig.view(np.uint8)).sum())
+    ((1, 64), 2)
+    """
+    signature = np.zeros((1, SIGNATURE_BITS // 64), dtype=np.uint64)
+    bits = np.fromiter((_word_bit(w) for w in words), dtype=np.int64, count=len(words))
+    np.bitwise_or.at(signature[0], bits >> 6, np.left_shift(np.uint64(1), (bits & 63).astype(np.uint64)))
+    return signature
+
+
 @dataclass(frozen=True)
 class WordIndex:
     """Which sentences hold each word, block by block (a block: one source's sentences, its
     :func:`sentence_words`, kept with the source; a context only lists its blocks). A
     phrase found word for word (:meth:`SentenceTexts.holding` with both boundaries) holds
     each of its words whole, so only the sentences holding all of them need a scan: the
-    whole joined context was scanned once per keyword (docs/reports/performance.md).
+    whole joined context was scanned once per keyword (docs/reports/performance.md). With
+    each block's :func:`word_signature` (``signatures``), only the blocks whose signatures
+    have every word's bit are looked up: a long context has hundreds of blocks, and a
+    keyword's words are in a few.
 
     >>> index = WordIndex(((0, sentence_words(["a b.", "c"])), (2, sentence_words(["b c"]))), 3)
     >>> index.candidates("b c").tolist(), index.candidates("a").tolist(), index.candidates("%")
@@ -97,6 +125,7 @@ class WordIndex:
 
     blocks: tuple[tuple[int, Mapping[str, np.ndarray]], ...]  # (first sentence, its sentence_words)
     n_sentences: int
+    signatures: np.ndarray | None = None  # (blocks, SIGNATURE_BITS // 64) uint64, or None: look up every block
 
     def candidates(self, needle: str) -> np.ndarray | None:
         """``(n_sentences,)`` bool: in each block, the sentences holding whole the word of
@@ -107,7 +136,15 @@ class WordIndex:
         if not words:
             return None
         out = np.zeros(self.n_sentences, dtype=bool)
-        for first, holders in self.blocks:
+        chosen: Iterable[int] = range(len(self.blocks))
+        if self.signatures is not None:
+            maybe = np.ones(len(self.blocks), dtype=bool)
+            for word in set(words):
+                bit = _word_bit(word)
+                maybe &= (self.signatures[:, bit >> 6] & np.uint64(1 << (bit & 63))) != 0
+            chosen = np.flatnonzero(maybe).tolist()
+        for b in chosen:
+            first, holders = self.blocks[b]
             fewest = None
             for word in words:
                 found = holders.get(word)
@@ -170,28 +207,40 @@ class SentenceTexts:
         >>> both.text == whole.text, both.starts.tolist() == whole.starts.tolist(), both.holding_many(["b"]).tolist()
         (True, True, [[True, False, True]])
         """
-        offsets = np.zeros(len(blocks), dtype=np.int64)
-        np.cumsum([len(b.text) + 1 for b in blocks[:-1]], out=offsets[1:])
-        firsts = np.zeros(len(blocks), dtype=np.int64)
-        np.cumsum([len(b.starts) for b in blocks[:-1]], out=firsts[1:])
-        starts = (
-            np.concatenate([b.starts + at for b, at in zip(blocks, offsets.tolist())]) if blocks
-            else np.zeros(0, np.int64)
-        )
-        # A block without its index leaves the whole context without one (its sentences
-        # would otherwise never be candidates).
-        whole = all(b.words is not None and len(b.words.blocks) == 1 and b.words.blocks[0][0] == 0 for b in blocks)
+        # One pass over the blocks (a long context has hundreds).
+        texts, starts, counts, lengths, holders, signatures = [], [], [], [], [], []
+        indexed = signed = True
+        for block in blocks:
+            texts.append(block.text)
+            starts.append(block.starts)
+            counts.append(len(block.starts))
+            lengths.append(len(block.text) + 1)  # with its "\n"
+            words = block.words
+            if words is None or len(words.blocks) != 1 or words.blocks[0][0] != 0:
+                # A block without its index leaves the whole context without one (its
+                # sentences would otherwise never be candidates).
+                indexed = False
+                continue
+            holders.append(words.blocks[0][1])
+            if words.signatures is None:
+                signed = False
+            else:
+                signatures.append(words.signatures)
+        if not blocks:
+            return cls("", np.zeros(0, np.int64), WordIndex((), 0))
+        sizes, widths = np.array(counts, dtype=np.int64), np.array(lengths, dtype=np.int64)
+        joined_starts = np.concatenate(starts) + np.repeat(np.cumsum(widths) - widths, sizes)
         index = WordIndex(
-            tuple((first, words) for first, b in zip(firsts.tolist(), blocks) for _, words in b.words.blocks),
-            len(starts),
-        ) if whole else None
-        return cls("\n".join(b.text for b in blocks), starts, index)
+            tuple(zip((np.cumsum(sizes) - sizes).tolist(), holders)), len(joined_starts),
+            np.concatenate(signatures) if signed else None,
+        ) if indexed else None
+        return cls("\n".join(texts), joined_starts, index)
 
     @classmethod
     def indexed(cls, normalized: Sequence[str]) -> SentenceTexts:
         """:meth:`joined`, with the word index of its sentences (one block)."""
-        texts = cls.joined(normalized)
-        return cls(texts.text, texts.starts, WordIndex(((0, sentence_words(normalized)),), len(normalized)))
+        texts, words = cls.joined(normalized), sentence_words(normalized)
+        return cls(texts.text, texts.starts, WordIndex(((0, words),), len(normalized), word_signature(list(words))))
 
     def holding_many(self, phrases: Sequence[str], within: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
         """``(len(phrases), n_sentences)`` bool: :meth:`holding` of each phrase; with
