@@ -794,7 +794,7 @@ def holding_masks(
     values, with the match rule tested only on the sentences whose fact keys meet one of
     the keyword's requirements (:func:`_requirements`; the others cannot hold it). At 64k
     context tokens the loop over every sentence was most of the citation assembly.
-    ``fact_keys``, optionally: the sentences' fact keys joined, where each sentence's end
+    ``fact_keys``, optionally: the sentences' fact keys joined, where each sentence's keys end
     (:meth:`FactTable.of_keys`) and whether each has a count, as kept per source (else
     derived from ``facts``)."""
     n = len(facts)
