@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._context_game import context_weight_rows, span_games
+from tokenshapley_rag._context_view import ContextView
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
@@ -90,13 +91,17 @@ def assemble_citations(
     config: Mapping[str, Any],
     normalized: Sequence[str] | None = None,
     question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
+    context: ContextView | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
     source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
     optionally, their :func:`normalize_text` (else computed here); ``question_predicate``,
-    the question's game over ``store`` when a claim needs it (:func:`keyword_statuses`).
+    the question's game over ``store`` when a claim needs it (:func:`keyword_statuses`);
+    ``context``, optionally, what is read of ``store``'s sentences, kept per source
+    (:class:`ContextView`: its facts are then ``facts`` with implied subjects, and
+    ``normalized`` is not read).
     The parameters are
     :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
@@ -127,8 +132,11 @@ def assemble_citations(
         # A source sentence opening with a pronoun stands for its page's topic.
         positions = [r.sentence_index for r in store.sentences]
         sources_of = sentence_source.tolist()
-        topics = source_topics(facts, sources_of, positions)
-        facts = with_implied_subjects(facts, [r.text for r in store.sentences], sources_of, positions, topics)
+        if context is None:
+            topics = source_topics(facts, sources_of, positions)
+            facts = with_implied_subjects(facts, [r.text for r in store.sentences], sources_of, positions, topics)
+        else:  # the same, kept per source
+            topics, facts = context.topics, context.facts
         sentence_topic = [topics.get(src, "") for src in sources_of]
         # A word is also a name, whatever case the answer writes it in, when the question
         # names it alone ("What are the atomic numbers of Iron and Cobalt?" "... and cobalt
@@ -159,7 +167,7 @@ def assemble_citations(
         ]
         held = outside_longer_names(
             kfacts, [kw.text for kw, _ in cited], [int(answer_sentence[m[0]]) for _, m in cited], facts,
-            holding_masks(kfacts, facts, sentence_document),
+            holding_masks(kfacts, facts, sentence_document, None if context is None else context.fact_keys),
         )
     # Ranked by each keyword's game in its answer context; support is judged on the
     # keyword's own tokens only, so context cannot make an invented keyword supported.
@@ -167,7 +175,8 @@ def assemble_citations(
     with step("verbatim"):
         if verbatim and n_sent and cited:
             sentence_texts = (
-                SentenceTexts.of([r.text for r in store.sentences]) if normalized is None
+                context.texts if context is not None
+                else SentenceTexts.of([r.text for r in store.sentences]) if normalized is None
                 else SentenceTexts.joined(normalized)
             )
             word_for_word = store.sentences_with_sequences([classes[members] for _, members in cited])

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._citations import assemble_citations
+from tokenshapley_rag._context_view import ContextView, SourceView
 from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._sentence_cache import SentenceCache
 from tokenshapley_rag._encoder import CausalLMEncoder, TokenizedText
@@ -25,6 +26,12 @@ from tokenshapley_rag._token_game import TokenClasses, TokenValues, score_tokens
 from tokenshapley_rag._types import Source
 
 __all__ = ["Pipeline"]
+
+# Sentences whose sources' views are remembered (Pipeline.context_view): each view holds
+# references to its sentences' facts (kept per sentence anyway), its normalized text and an
+# index of its words, about 2 KB a sentence, so at most ~35 MB. A 64k-token context has
+# about 2,400 sentences.
+SOURCE_VIEW_MEMO_SENTENCES = 16_384
 
 
 class Pipeline:
@@ -73,6 +80,8 @@ class Pipeline:
         # source sentence, derived once per text (a new source list is mostly sentences seen
         # before, and normalizing every sentence again grew with the context at each call).
         self._facts_of_sentence = LRUMemo(cache.memory_items)
+        # a source's sentences (texts, positions) -> SourceView, weighed by sentences
+        self._source_views = LRUMemo(cache.memory_items, max_weight=SOURCE_VIEW_MEMO_SENTENCES)
 
     def build_datastore(self, sources: list[Source], *, progress: bool = False, cancel: Any = None) -> Datastore:
         """Step 1, always built (from the sentence cache where it has the sentences)."""
@@ -102,12 +111,15 @@ class Pipeline:
         ``query`` (made here when not given; a stream passes its own, played once)."""
         with step("assemble"):
             with step("sentence_facts"):
-                known = self.sentence_views([r.text for r in store.sentences])
+                context = self.context_view(store)
+                known = None if context is not None else self.sentence_views([r.text for r in store.sentences])
             return assemble_citations(
-                query, response, sources, store, tokens, values, [f for f, _ in known],
+                query, response, sources, store, tokens, values,
+                context.facts if context is not None else [f for f, _ in known],
                 verbatim=self.verbatim, context_weight=self.context_weight, context_scale=self.context_scale,
-                support_threshold=self.support_threshold, config=config, normalized=[t for _, t in known],
-                question_predicate=question_game or self.question_game_for(store, query),
+                support_threshold=self.support_threshold, config=config,
+                normalized=None if known is None else [t for _, t in known],
+                question_predicate=question_game or self.question_game_for(store, query), context=context,
             )
 
     def question_game_for(
@@ -171,7 +183,33 @@ class Pipeline:
                 self._facts_of_sentence.put(texts[i], view)
         return known
 
+    def context_view(self, store: Datastore) -> ContextView | None:
+        """What citation assembly reads of ``store``'s sentences (:class:`ContextView`),
+        joined from each source's :class:`SourceView`, remembered per source's sentences:
+        deriving it over every sentence of the context on every call grew with the context
+        (docs/reports/performance.md). None where a source's sentences are not listed
+        together (a source's topic is its first sentence's wherever its others are)."""
+        records = store.sentences
+        of_source = [r.source_index for r in records]
+        texts = [r.text for r in records]
+        positions = [r.sentence_index for r in records]
+        # Each source's run of sentences: (source, its texts, their positions), the key of its view.
+        cuts = [0, *(i for i in range(1, len(of_source)) if of_source[i] != of_source[i - 1]), len(of_source)]
+        runs = [of_source[a] for a in cuts[:-1]]
+        if len(set(runs)) < len(runs):
+            return None
+        keys = [(tuple(texts[a:b]), tuple(positions[a:b])) for a, b in zip(cuts, cuts[1:])]
+        views = self._source_views.get_many(keys)
+        for i, view in enumerate(views):
+            if view is None:
+                run_texts, run_positions = keys[i]
+                known = self.sentence_views(list(run_texts))
+                views[i] = view = SourceView.of([f for f, _ in known], run_texts, [t for _, t in known], run_positions)
+                self._source_views.put(keys[i], view, weight=max(len(run_texts), 1))
+        return ContextView.of(list(zip(runs, views)))
+
     def forget(self) -> None:
         """Empty what the pipeline remembers in memory (the sentence cache is kept)."""
         self.builder.forget()
         self._facts_of_sentence.clear()
+        self._source_views.clear()

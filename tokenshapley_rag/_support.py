@@ -743,11 +743,28 @@ class FactTable:
     def of(cls, facts: Sequence[SentenceFacts], wanted: Iterable[int]) -> FactTable:
         """The table of ``facts`` (one per sentence) for the keys ``wanted`` (others are
         left out: :meth:`with_any` finds no sentence for them)."""
-        wanted = np.unique(np.fromiter(wanted, dtype=np.uint32))
-        if not facts or not len(wanted):
-            return cls(len(facts), np.zeros(0, np.uint32), np.zeros(0, np.int64))
+        if not facts:
+            return cls(0, np.zeros(0, np.uint32), np.zeros(0, np.int64))
         arrays = [f.keys for f in facts]
-        keys = np.concatenate(arrays)
+        return cls.of_keys(np.concatenate(arrays), np.cumsum([len(a) for a in arrays]), wanted)
+
+    @classmethod
+    def of_keys(cls, keys: np.ndarray, ends: np.ndarray, wanted: Iterable[int]) -> FactTable:
+        """:meth:`of` from the sentences' fact keys joined (``keys``; ``ends``: where each
+        sentence's keys end, ascending): a caller that keeps them joined per source
+        (:class:`~tokenshapley_rag._context_view.SourceView`) skips joining thousands of
+        small arrays on every call.
+
+        >>> flow = _key("s", "flow")
+        >>> facts = [sentence_facts("It flows north."), sentence_facts("Rivers flow.")]
+        >>> ends = np.cumsum([len(f.keys) for f in facts])
+        >>> FactTable.of_keys(np.concatenate([f.keys for f in facts]), ends, [flow]).with_any([flow]).tolist()
+        [True, True]
+        """
+        n = len(ends)
+        wanted = np.unique(np.fromiter(wanted, dtype=np.uint32))
+        if not n or not len(wanted):
+            return cls(n, np.zeros(0, np.uint32), np.zeros(0, np.int64))
         # A first cut by the keys' low 16 bits (one gather from a 64 KiB table), then the
         # exact test on the few keys left: sorting or np.isin over every key of a 64k-token
         # context cost more than the rest of this together.
@@ -755,10 +772,9 @@ class FactTable:
         bucket[wanted & 0xFFFF] = True
         at = np.flatnonzero(bucket[keys & 0xFFFF])
         at = at[np.isin(keys[at], wanted)]
-        ends = np.cumsum([len(a) for a in arrays])
         owners = np.searchsorted(ends, at, side="right")  # the sentence of each key left
         order = np.argsort(keys[at], kind="stable")
-        return cls(len(facts), keys[at][order], owners[order].astype(np.int64))
+        return cls(n, keys[at][order], owners[order].astype(np.int64))
 
     def with_any(self, keys: Iterable[int]) -> np.ndarray:
         """``(n_sentences,)`` bool: the sentences that carry one of ``keys``."""
@@ -770,12 +786,16 @@ class FactTable:
 
 
 def holding_masks(
-    kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray
+    kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray,
+    fact_keys: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """``(len(kfacts), n_sentences)`` bool: :func:`holding_mask` of each keyword, the same
     values, with the match rule tested only on the sentences whose fact keys meet one of
     the keyword's requirements (:func:`_requirements`; the others cannot hold it). At 64k
-    context tokens the loop over every sentence was most of the citation assembly."""
+    context tokens the loop over every sentence was most of the citation assembly.
+    ``fact_keys``, optionally: the sentences' fact keys joined, where each sentence's keys end
+    (:meth:`FactTable.of_keys`) and whether each has a count, as kept per source (else
+    derived from ``facts``)."""
     n = len(facts)
     held = np.zeros((len(kfacts), n), dtype=bool)
     if not n or not len(kfacts):
@@ -784,8 +804,9 @@ def holding_masks(
     # The last word of a name of several words (the partial rule of holding_mask).
     lasts = [_key("w", k.words[-1]) if k.kind == "name" and len(k.words) > 1 else None for k in kfacts]
     wanted = [key for need in needs for alternative in need for group in alternative for key in group]
-    table = FactTable.of(facts, wanted + [key for key in lasts if key is not None])
-    with_counts = None
+    wanted += [key for key in lasts if key is not None]
+    table = FactTable.of(facts, wanted) if fact_keys is None else FactTable.of_keys(fact_keys[0], fact_keys[1], wanted)
+    with_counts = None if fact_keys is None else fact_keys[2]
     for r, k in enumerate(kfacts):
         maybe = np.zeros(n, dtype=bool)
         if k.hedge:  # the values it rounds or bounds have no key: every sentence with a count
