@@ -143,6 +143,11 @@ ROWS = [
     # a value placed beside the claim's subject is the subject's, whatever stands beside another value
     ("Le Pen's share?", ["In the 2017 second round, Emmanuel Macron won 66.1% of the vote against Marine Le Pen's 33.9%."],
      "Marine Le Pen won 33.9% of the vote.", "33.9%", "supported", "0"),
+    # ... and one the holder states of another name it is about is that name's
+    ("Le Pen's share?", ["In the 2017 second round, Emmanuel Macron won 66.1% of the vote against Marine Le Pen's 33.9%."],
+     "Marine Le Pen won 66.1% of the vote.", "66.1%", "contradicted", "0"),
+    ("Galaxy S24 RAM?", ["The Samsung Galaxy S24 has a 4,000 mAh battery and 8 GB of RAM."],
+     "The Galaxy S24 has a 4,000 mAh battery and 8 GB of RAM.", "8 GB", "supported", "0"),
     # scientific notation is one value, however written: "6.022e23" was "6" (contradicted) and "022e23"
     ("Avogadro's number?", ["The Avogadro constant is 6.022 × 10^23 per mole."], "Avogadro's constant is 6.022e23 per mole.",
      "6.022e23 per mole", "supported", "0"),

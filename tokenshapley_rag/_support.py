@@ -1285,6 +1285,13 @@ def keyword_status(
                 beside = _placed_beside_another(k, agreeing, facts, subject_words, neighbours)
                 if beside >= 0:
                     return "contradicted", np.zeros_like(held), beside
+                # ... and one that every holder states of another name it is about, while it
+                # places another value of its kind beside the claim's subject, is that name's
+                # ("Marine Le Pen won 66.1% of the vote." against "Emmanuel Macron won 66.1% of
+                # the vote against Marine Le Pen's 33.9%.").
+                owner = _owned_by_another(k, agreeing, facts, answer, subject_words)
+                if owner >= 0:
+                    return "contradicted", np.zeros_like(held), owner
             # ... and a sentence holds several values, each beside its own words: a number or
             # date that every holder places beside other words than the answer does, while it
             # places another value of its kind where the answer places this one, was swapped
@@ -1601,6 +1608,39 @@ def _in_anothers_clause(
         stating = {who for who, kind, values in facts[j].clauses if kind == k.kind and set(values) == k.numbers}
         own = [set(values) for who, kind, values in facts[j].clauses if kind == k.kind and who == subject]
         if not stating or subject in stating or not own or any(values & k.numbers for values in own):
+            return -1
+        found = j if found < 0 else found
+    return found
+
+
+def _owned_by_another(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
+    subject_words: tuple[str, ...],
+) -> int:
+    """The first of ``holders`` when every one of them is about a name the answer sentence
+    does not name (:func:`_about_another`) and that is not the claim's subject with more
+    words, does not place the keyword's value beside the
+    claim's subject, and places another value of its kind there, sharing none of the
+    keyword's (:attr:`SentenceFacts.placed`); else -1. A copy names the holder's subject,
+    so it is never judged here.
+
+    >>> facts = [sentence_facts("Emmanuel Macron won 66.1% of the vote against Marine Le Pen's 33.9%.")]
+    >>> k = keyword_facts("66.1%", "number")
+    >>> _owned_by_another(k, np.array([True]), facts, sentence_facts("Marine Le Pen won 66.1% of the vote."), ("marine", "le", "pen"))
+    0
+    >>> _owned_by_another(k, np.array([True]), facts, sentence_facts("Emmanuel Macron won 66.1%, Marine Le Pen less."), ("emmanuel", "macron"))
+    -1
+    """
+    subject = "=" + light_stem(subject_words[-1])
+    found = -1
+    for j in np.flatnonzero(holders).tolist():
+        f = facts[j]
+        about = _about(f).split()
+        own = [set(values) for kind, place, values in f.placed if kind == k.kind and place == subject]
+        if (
+            not _about_another(f, answer) or all(w in about for w in subject_words)  # "Samsung Galaxy S24" is the Galaxy S24
+            or subject in _places_of(k, f) or not own or any(v & k.numbers for v in own)
+        ):
             return -1
         found = j if found < 0 else found
     return found
