@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenshapley_rag._support import SentenceFacts, sentence_facts, source_topics, with_implied_subjects
+from tokenshapley_rag._support import (
+    SentenceFacts,
+    joined_fact_keys,
+    sentence_facts,
+    source_topics,
+    with_implied_subjects,
+)
 from tokenshapley_rag._text_search import SentenceTexts, normalize_text
 
 __all__ = ["ContextView", "SourceView"]
@@ -44,14 +50,14 @@ class SourceView:
         :func:`normalize_text` and their ``positions`` in the source (at least one sentence)."""
         sources = [0] * len(facts)
         topics = source_topics(facts, sources, positions)
-        arrays = [f.keys for f in facts]
+        keys, ends, counted = joined_fact_keys(facts)
         return cls(
             facts=tuple(with_implied_subjects(facts, texts, sources, positions, topics)),
             topic=topics.get(0, ""),
             texts=SentenceTexts.indexed(normalized),
-            fact_keys=np.concatenate(arrays) if arrays else np.zeros(0, np.uint32),
-            key_ends=np.cumsum([len(a) for a in arrays], dtype=np.int64),
-            counted=np.array([bool(f.cardinals) for f in facts], dtype=bool),
+            fact_keys=keys,
+            key_ends=ends,
+            counted=counted,
         )
 
 

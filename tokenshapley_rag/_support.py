@@ -308,8 +308,10 @@ def sentence_facts(text: str) -> SentenceFacts:
     )
 
 
-# Where a sentence goes on to another subject's clause: ", and", ", while", ", whereas",
-# ", but", a semicolon.
+# Where a source sentence goes on to another subject's clause: ", and", ", while", ", whereas",
+# ", but", a semicolon. Narrower than the answer's claims (``_citations.CLAUSE_BREAK``, which
+# also breaks at a bare "and" or "than" after a claim that said something): a source's "Lise
+# Meitner and Otto Hahn discovered protactinium in 1917" is one clause about both.
 _CLAUSE_BREAK = re.compile(r",\s+(?:and|while|whereas|but)\s+|;\s+|\s+(?:while|whereas)\s+")
 
 
@@ -743,10 +745,8 @@ class FactTable:
     def of(cls, facts: Sequence[SentenceFacts], wanted: Iterable[int]) -> FactTable:
         """The table of ``facts`` (one per sentence) for the keys ``wanted`` (others are
         left out: :meth:`with_any` finds no sentence for them)."""
-        if not facts:
-            return cls(0, np.zeros(0, np.uint32), np.zeros(0, np.int64))
-        arrays = [f.keys for f in facts]
-        return cls.of_keys(np.concatenate(arrays), np.cumsum([len(a) for a in arrays]), wanted)
+        keys, ends, _ = joined_fact_keys(facts)
+        return cls.of_keys(keys, ends, wanted)
 
     @classmethod
     def of_keys(cls, keys: np.ndarray, ends: np.ndarray, wanted: Iterable[int]) -> FactTable:
@@ -785,6 +785,24 @@ class FactTable:
         return out
 
 
+def joined_fact_keys(facts: Sequence[SentenceFacts]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sentences' fact keys joined (uint32), where each sentence's keys end in them
+    (int64, ascending) and whether each sentence has a count (its :attr:`SentenceFacts.cardinals`):
+    what :meth:`FactTable.of_keys` and :func:`holding_masks` read, derived per call or kept per
+    source (:class:`~tokenshapley_rag._context_view.SourceView`).
+
+    >>> keys, ends, counted = joined_fact_keys([sentence_facts("It flows."), sentence_facts("Two rivers.")])
+    >>> len(keys) == int(ends[-1]), counted.tolist()
+    (True, [False, True])
+    """
+    arrays = [f.keys for f in facts]
+    return (
+        np.concatenate(arrays) if arrays else np.zeros(0, np.uint32),
+        np.cumsum([len(a) for a in arrays], dtype=np.int64),
+        np.array([bool(f.cardinals) for f in facts], dtype=bool),
+    )
+
+
 def holding_masks(
     kfacts: Sequence[KeywordFacts], facts: Sequence[SentenceFacts], sentence_document: np.ndarray,
     fact_keys: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
@@ -805,13 +823,11 @@ def holding_masks(
     lasts = [_key("w", k.words[-1]) if k.kind == "name" and len(k.words) > 1 else None for k in kfacts]
     wanted = [key for need in needs for alternative in need for group in alternative for key in group]
     wanted += [key for key in lasts if key is not None]
-    table = FactTable.of(facts, wanted) if fact_keys is None else FactTable.of_keys(fact_keys[0], fact_keys[1], wanted)
-    with_counts = None if fact_keys is None else fact_keys[2]
+    keys, ends, with_counts = joined_fact_keys(facts) if fact_keys is None else fact_keys
+    table = FactTable.of_keys(keys, ends, wanted)
     for r, k in enumerate(kfacts):
         maybe = np.zeros(n, dtype=bool)
         if k.hedge:  # the values it rounds or bounds have no key: every sentence with a count
-            if with_counts is None:
-                with_counts = np.array([bool(f.cardinals) for f in facts], dtype=bool)
             maybe |= with_counts
         for alternative in needs[r]:
             meets = np.ones(n, dtype=bool)
