@@ -3,6 +3,7 @@
 import pytest
 
 from tokenshapley_rag._segment import find_keywords, split_sentences, token_words, word_number_spans
+from tokenshapley_rag._values import all_values
 
 
 def _citable(text):
@@ -277,3 +278,52 @@ def test_a_year_before_the_common_era_is_negative():
 )
 def test_numbered_names_codes_scientific_notation_and_dates_with_an_era(answer, citable):
     assert _citable(answer) == citable
+
+
+@pytest.mark.parametrize(
+    "answer, citable",
+    [
+        # a species under its abbreviated genus is one name, also after "The"
+        ("E. coli is a Gram-negative bacterium.", [("E. coli", "name"), ("Gram-negative", "name"), ("bacterium", "word")]),
+        ("Infection with H. pylori causes ulcers.",
+         [("Infection", "word"), ("H. pylori", "name"), ("causes", "word"), ("ulcers", "word")]),
+        ("The T. rex lived in North America.", [("T. rex", "name"), ("lived", "word"), ("North America", "name")]),
+        # ... not an initial before a function word, nor a person's initial
+        ("He got grade A. then he left.", [("grade", "word"), ("left", "word")]),
+        ("Dr. J. Smith wrote it.", [("Dr. J. Smith", "name"), ("wrote", "word")]),
+        # thousands written with periods, before a unit of a language that writes them so
+        ("Die Donau ist 2.850 Kilometer lang.", [("Die Donau", "name"), ("2.850 Kilometer", "number"), ("lang", "word")]),
+        # a number in words keeps its unit as one in digits does; a glued "m" before what it
+        # counts is a million, before anything else metres
+        ("Profit rose six per cent.", [("Profit", "word"), ("rose", "word"), ("six per cent", "number")]),
+        ("It is six kilometres long.", [("six kilometres", "number"), ("long", "word")]),
+        ("The museum welcomed 1.5m visitors.", [("museum", "word"), ("welcomed", "word"), ("1.5m visitors", "number")]),
+        ("He won the 100m sprint.", [("won", "word"), ("100m", "number"), ("sprint", "word")]),
+        # the rupee's abbreviation is a currency sign, and "Rs." ends no sentence
+        ("It costs Rs. 1,200 here.", [("costs", "word"), ("Rs. 1,200", "number")]),
+        ("It costs Rs 79,900.", [("costs", "word"), ("Rs 79,900", "number")]),
+    ],
+)
+def test_abbreviated_species_and_period_thousands(answer, citable):
+    assert _citable(answer) == citable
+
+
+@pytest.mark.parametrize(
+    "text, values",
+    [
+        ("Die Donau ist 2.850 Kilometer lang.", ["2850"]),
+        ("El Danubio mide 2.850 kilómetros.", ["2850"]),
+        ("Es kostet 1.500 Millionen Euro.", ["1500000000"]),
+        ("Sie hat 1.234.567 Einwohner.", ["1234567"]),
+        ("Er ist 2.850,5 Meter hoch.", ["2850.5"]),
+        # one group before an English unit, or before nothing, is a decimal point
+        ("It weighs 2.850 kg.", ["2.85"]),
+        ("The ratio was 2.850 overall.", ["2.85"]),
+        ("It rose 12.5 Prozent.", ["12.5"]),
+        # a glued "m": a million before a plural it counts, else metres
+        ("It had 1.5m visitors and 3m users.", ["1500000", "3000000"]),
+        ("It is 12.5m tall; the 400m hurdles.", ["12.5", "400"]),
+    ],
+)
+def test_thousands_written_with_periods_and_a_glued_million(text, values):
+    assert [v for _, _, v in all_values(text)] == values

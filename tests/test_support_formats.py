@@ -92,7 +92,7 @@ ROWS = [
     ("How much is a ticket?", "A ticket costs EUR 45.50.", "EUR 45.50", "supported", "train"),
     ("What was Acme's revenue?", "Acme's revenue was 4.2 billion euros in 2023.", "4.2 billion euros", "contradicted", "acme"),
     # a count in words opening the sentence was a word ("Sixty-two" unsupported)
-    ("What did the survey find?", "Sixty-two percent backed the plan.", "Sixty-two", "supported", "poll"),
+    ("What did the survey find?", "Sixty-two percent backed the plan.", "Sixty-two percent", "supported", "poll"),
     # dotted initials are an acronym: "U.S." was contradicted by "United States"
     ("Where was it approved?", "The drug was approved in the U.S. in 1974.", "U.S.", "supported", "drug"),
     # a score's values the other way round were supported

@@ -2,7 +2,9 @@
 the default model: markdown (underscore emphasis, a source named in prose, sections, label
 bullets), chunks that go on about a subject without naming it, values swapped within one
 source sentence or in another subject's clause, numbered names ("Apollo 12", "iPhone 15 Pro"), another year's figures, scientific notation, units named in another language,
-and claims that name no subject. Each row was a wrong status when the
+claims that name no subject, clauses about no name, a name's other name ("Oscars"), abbreviated
+species ("E. coli"), thousands written with a period, and a subject the question does not ask
+about. Each row was a wrong status when the
 library was tried this way (docs/reports/support.md, "Found on formatted answers, chunks and
 values swapped within a sentence"); the rows that were already right guard the other
 direction."""
@@ -39,6 +41,24 @@ ACME = ["Acme Corp reported revenue of $4.2 billion in 2023. The company employs
         "In 2021, Acme Corp's revenue was $3.1 billion. The company opened a factory in Monterrey, Mexico in 2022."]
 REPORT = ("## Eiffel Tower\n\nThe Eiffel Tower is 330 metres tall. It welcomed 6.3 million visitors in 2023.\n\n"
           "## Acme Corp\n\nIts CEO, Maria Lopez, was appointed in March 2019.")
+
+GDPR = ["The right to erasure is in Article 17, and the right to data portability is in Article 20."]
+ICD = ["In ICD-10, type 2 diabetes mellitus is coded E11; type 1 diabetes is E10."]
+RUPEES = ["The phone costs Rs 79,900 in India and $799 in the US."]
+MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 percent to £1.5bn."]
+TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
+FILMS = ["Titanic won eleven Academy Awards, including Best Picture.", "Avatar won three Academy Awards."]
+BACTERIA = ["Escherichia coli is a Gram-negative bacterium commonly found in the lower intestine.",
+            "Staphylococcus aureus is a Gram-positive bacterium."]
+LENGTHS = ["The Danube is 2,850 kilometres long and flows into the Black Sea.",
+           "The Rhine is 1,230 kilometres long and flows into the North Sea."]
+WINDOWS = ["Windows 10 was released on 29 July 2015.", "Windows 11 was released on 5 October 2021."]
+BIRTHS = ["Marie Curie was born in Warsaw in 1867.", "Lise Meitner was born in Vienna in 1878."]
+CHROMOSOMES = ["BRCA1 is located on chromosome 17.", "BRCA2 is located on chromosome 13."]
+FLIGHTS = ["British Airways flight BA117 departs London Heathrow at 08:25 for New York JFK.",
+           "Flight BA115 departs London Heathrow at 14:20 for New York JFK."]
+ARTEMIS = ["Artemis I was an uncrewed test flight launched on 16 November 2022.",
+           "Artemis II will be the first crewed flight of the programme."]
 
 CORPUS = Path(__file__).parent / "data" / "competing_facts"
 
@@ -175,6 +195,58 @@ ROWS = [
     # a section's heading ends the subject before it: the CEO was the Eiffel Tower's
     ("Write a report on the Eiffel Tower and Acme.", [*EIFFEL, *ACME], REPORT, "Maria Lopez", "supported", "2"),
     ("Write a report on the Eiffel Tower and Acme.", [*EIFFEL, *ACME], REPORT, "March 2019", "supported", "2"),
+    # a clause about no name: its value is its own words' ("data portability" is Article 20's)
+    ("Where is the right to data portability?", GDPR, "The right to data portability is in Article 17.",
+     "Article 17", "contradicted", "0"),
+    ("Where is the right to data portability?", GDPR, "The right to data portability is in Article 20.",
+     "Article 20", "supported", "0"),
+    ("Where is the right to erasure?", GDPR, "The right to erasure is in Article 17.", "Article 17", "supported", "0"),
+    # ... told apart by a number too ("type 1" is not "type 2")
+    ("ICD-10 code for type 2 diabetes?", ICD, "The ICD-10 code for type 2 diabetes is E10.", "E10", "contradicted", "0"),
+    ("ICD-10 code for type 2 diabetes?", ICD, "The ICD-10 code for type 2 diabetes is E11.", "E11", "supported", "0"),
+    ("ICD-10 code for type 1 diabetes?", ICD, "Type 1 diabetes is coded E10 in ICD-10.", "E10", "supported", "0"),
+    # the rupee's "Rs" is its currency sign
+    ("Price in India?", RUPEES, "The phone costs Rs 79,900 in India.", "Rs 79,900", "supported", "0"),
+    ("Price in India?", RUPEES, "The phone costs Rs 799 in India.", "Rs 799", "contradicted", "0"),
+    # "1.5m visitors" is 1.5 million, not 1.5 metres; a number in words keeps its unit
+    ("How many visitors?", MUSEUM, "The museum welcomed 1.5m visitors in 2023.", "1.5m visitors", "supported", "0"),
+    ("How many visitors?", MUSEUM, "The museum welcomed 2.5m visitors in 2023.", "2.5m visitors", "contradicted", "0"),
+    ("Profit?", MUSEUM, "Profit rose six per cent to 1.5 billion pounds.", "six per cent", "supported", "1"),
+    ("How long is the line?", TRAIN, "The line is six miles long.", "six miles", "supported", "1"),
+    ("How long is the line?", TRAIN, "The line is six kilometres long.", "six kilometres", "contradicted", "1"),
+    # another name of the same thing is the same name
+    ("How many Oscars did Titanic win?", FILMS, "Titanic won 11 Oscars.", "Oscars", "supported", "0"),
+    ("How many Oscars did Titanic win?", FILMS, "Titanic won 11 Oscars.", "11", "supported", "0"),
+    ("How many Oscars did Titanic win?", FILMS, "Titanic won 3 Oscars.", "3", "contradicted", "0"),
+    # a species under its abbreviated genus
+    ("What kind of bacterium is E. coli?", BACTERIA, "E. coli is a Gram-negative bacterium.", "E. coli", "supported", "0"),
+    ("What kind of bacterium is E. coli?", BACTERIA, "E. coli is a Gram-positive bacterium.", "Gram-positive", "contradicted", "0"),
+    ("What kind of bacterium is S. aureus?", BACTERIA, "S. aureus is a Gram-negative bacterium.", "Gram-negative", "contradicted", "1"),
+    # thousands written with a period, in German and Spanish
+    ("Wie lang ist die Donau?", LENGTHS, "Die Donau ist 2.850 Kilometer lang.", "2.850 Kilometer", "supported", "0"),
+    ("¿Cuánto mide el Danubio?", LENGTHS, "El Danubio mide 2.850 kilómetros.", "2.850 kilómetros", "supported", "0"),
+    # a subject the question does not ask about, with the values of the one it asks about
+    ("When was Windows 10 released?", WINDOWS, "Windows 11 was released on 29 July 2015.", "Windows 11", "contradicted", "0"),
+    ("When was Windows 10 released?", WINDOWS, "Windows 11 was released on 29 July 2015.", "29 July 2015", "supported", "0"),
+    ("When was Windows 10 released?", WINDOWS, "Windows 11 was released on 5 October 2021.", "Windows 11", "supported", "1"),
+    ("Where was Marie Curie born?", BIRTHS, "Lise Meitner was born in Warsaw in 1867.", "Lise Meitner", "contradicted", "0"),
+    ("Where was Marie Curie born?", BIRTHS, "Lise Meitner was born in Warsaw in 1867.", "Warsaw", "supported", "0"),
+    ("Where was Marie Curie born?", BIRTHS, "Lise Meitner was born in Vienna in 1878.", "Lise Meitner", "supported", "1"),
+    # ... also when the question asks for the value and the subject's page states another
+    ("Which gene is on chromosome 13?", CHROMOSOMES, "BRCA1 is located on chromosome 13.", "BRCA1", "contradicted", "1"),
+    ("Which gene is on chromosome 13?", CHROMOSOMES, "BRCA2 is located on chromosome 13.", "BRCA2", "supported", "1"),
+    ("Which flight leaves Heathrow at 08:25 for New York?", FLIGHTS,
+     "Flight BA115 departs London Heathrow at 08:25 for New York JFK.", "Flight BA115", "contradicted", "0"),
+    ("Which flight leaves Heathrow at 08:25 for New York?", FLIGHTS,
+     "Flight BA117 departs London Heathrow at 08:25 for New York JFK.", "Flight BA117", "supported", "0"),
+    # a Roman numeral numbers a name as digits do: "Artemis" does not name "Artemis II"
+    ("Which Artemis mission was uncrewed?", ARTEMIS, "Artemis II was an uncrewed test flight launched on 16 November 2022.",
+     "Artemis II", "contradicted", "0"),
+    ("Which Artemis mission was uncrewed?", ARTEMIS, "Artemis I was an uncrewed test flight launched on 16 November 2022.",
+     "16 November 2022", "supported", "0"),
+    # a name the question does not ask about, beside values no page of it contradicts, stands
+    ("When was the Golden Gate Bridge opened?", ["Joseph Strauss was an American engineer.", "The Golden Gate Bridge opened in 1937."],
+     "Joseph Strauss designed the Golden Gate Bridge, which opened in 1937.", "1937", "supported", "1"),
 ]
 
 

@@ -18,7 +18,7 @@ from tokenshapley_rag._context_view import ContextView
 from tokenshapley_rag._datastore import Datastore, SentenceRecord
 from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
-from tokenshapley_rag._names import fold
+from tokenshapley_rag._names import fold, is_numeral
 from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import SECTION_HEADING, Keyword, find_keywords, split_sentences
@@ -45,6 +45,7 @@ from tokenshapley_rag._support import (
     sentence_facts,
     sentence_verdict,
     source_topics,
+    states_other_value,
     value_neighbours,
     with_implied_subjects,
 )
@@ -620,6 +621,37 @@ def keyword_statuses(
         ):
             statuses[s], rivals[s] = "supported", -1
             allowed[s] = held[s] & ~denying[s] if (held[s] & ~denying[s]).any() else held[s]
+    # ... and the other way round: a subject the question does not ask about, whose pages
+    # contradict a value of its claim (or state another value where the claim states one the
+    # question asks for), while a sentence naming what the question asks about (and not the
+    # subject) holds every value of the claim, is what is wrong ("When was Windows 10
+    # released?" "Windows 11 was released on 29 July 2015.": the date is Windows 10's;
+    # "Which gene is on chromosome 13?" "BRCA1 is located on chromosome 13."). The values are
+    # supported there; the subject is contradicted by that sentence.
+    if query.strip():
+        # what the question asks about: its names, with its numbers and dates ("Who won the
+        # 1921 Nobel Prize in Physics?": Bohr's 1922 prize is not it)
+        asked = asked_facts(query, facts)
+        asked_names = [a for a in asked if a.kind == "name"]
+        asked_held = np.logical_and.reduce(holding_masks(asked, facts, sentence_document)) if asked else np.ones(n_sent, dtype=bool)
+        for c, s in subject.items():
+            values = [r for r in claim_members[c] if r != s and cited[r][0].kind in VALUE_KINDS]
+            if statuses[s] != "supported" or topic.get(c, False) or not values or any(denied_kw[r] for r in [s, *values]):
+                continue
+            of_subject = held_by_document[s][sentence_document]
+            wrong = [
+                r for r in values
+                if (asked_names and statuses[r] == "contradicted") or (
+                    asked_value[r] and not (held[r] & of_subject).any()
+                    and any(states_other_value(kfacts[r], facts[j], claim_facts[kw_claim[r]]) for j in np.flatnonzero(held[s]).tolist())
+                )
+            ]
+            stating = asked_held & ~held[s] & np.logical_and.reduce(held[values] & ~denying[values]) if wrong else None
+            if stating is not None and stating.any():
+                j = int(np.flatnonzero(stating)[np.argmax(predicate[s][stating])])
+                statuses[s], rivals[s], allowed[s] = "contradicted", j, False
+                for r in values:
+                    statuses[r], rivals[r], allowed[r] = "supported", -1, stating
     return statuses, allowed, rivals
 
 
@@ -802,8 +834,10 @@ def claim_subjects(
                 and (
                     bool(holding_mask(kfacts[own], [query_facts], np.zeros(1, dtype=np.int64)).any())
                     # the question names it by one of its words ("How many employees does
-                    # Halvorsen have?" for "Halvorsen Shipping")
-                    or any(w in asked_words for w in kfacts[own].words)
+                    # Halvorsen have?" for "Halvorsen Shipping"), and by its number if it has one
+                    # ("Windows 10" does not name "Windows 11", nor "Artemis" "Artemis II")
+                    or any(w in asked_words for w in kfacts[own].words if not is_numeral(w))
+                    and all(w in asked_words for w in kfacts[own].words if is_numeral(w))
                 )
             )
     return kw_claim, subject, topic

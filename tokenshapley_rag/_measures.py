@@ -13,8 +13,8 @@ import math
 import re
 from decimal import Decimal
 
-from tokenshapley_rag._segment import number_value
-from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES, names_alternation
+from tokenshapley_rag._segment import number_value, period_groups_at
+from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_ABBREVIATION, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES, names_alternation
 from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
 __all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
@@ -24,7 +24,7 @@ __all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_m
 # tower") between them, the longest unit first; no letter, digit or slash may follow ("km"
 # is not read from "km/l").
 _SCALED = r"(?:[ \u00a0\u202f-]?(?:thousand|million|billion|trillion)(?=[ \u00a0\u202f-]))?"  # the value is scaled
-_SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b)\s?-?$")
+_SIGN_BEFORE = re.compile(rf"([$€£₹]|\b(?:{'|'.join(CURRENCY_CODES)})\b|{CURRENCY_ABBREVIATION})\s?-?$")
 _UNIT_AFTER = re.compile(
     _SCALED + r"[ \u00a0\u202f-]?("
     + names_alternation(UNIT_SIZES)
@@ -71,6 +71,8 @@ def measures(
         if not PLAIN_NUMBER.fullmatch(value):
             continue
         unit, unit_size = _unit_after(text, b)
+        if unit is not None and unit.group(1) == "m" and unit.start(1) == b and value != number_value(text[a:b]):
+            unit, unit_size = None, None  # a glued "m" that scales its number is a million ("1.5m visitors")
         unit_end = unit.end() if unit is not None else b
         if unit is None and i + 1 < len(found) and _RANGE_JOINER.fullmatch(text, b, found[i + 1][0]):
             # A range's first value has its second's unit ("10 to 15 minutes", "5-7 kg"); its
@@ -91,7 +93,7 @@ def measures(
             dimension, size, zero = unit_size
             end = unit_end
         # The precision is the number's as written, scaled with it ("10.1 million": to 0.1 million).
-        written = number_value(text[a:b])
+        written = number_value(text[a:b], period_groups_at(text, a, b))
         scale = float(Decimal(value) / Decimal(written)) if PLAIN_NUMBER.fullmatch(written) and float(written) else 1.0
         hedge_here = number_hedge(text, a) if hedge is None else hedge
         if hedge_here.startswith("between "):  # a range's ends are written values already

@@ -14,9 +14,11 @@ from tokenshapley_rag._segment import _UP
 __all__ = [
     "DOTTED_INITIALS",
     "JOINERS",
+    "aliases",
     "fold",
     "initials",
     "initials_agree",
+    "is_numeral",
     "is_acronym",
     "is_dotted_acronym",
     "name_words",
@@ -87,6 +89,11 @@ _ROMAN = ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
 _ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
+def is_numeral(word: str) -> bool:
+    """Whether a name's folded word numbers it: digits or a Roman numeral ("11", "ii")."""
+    return word.isdigit() or word in _ROMAN
+
+
 def renumbered(words: Sequence[str]) -> tuple[str, ...] | None:
     """A name's words with its number written the other way: a closing Roman numeral as an
     opening ordinal, and back ("world war ii" <-> "second world war"); None when it has none.
@@ -99,6 +106,27 @@ def renumbered(words: Sequence[str]) -> tuple[str, ...] | None:
     if len(words) >= 2 and words[0] in _ORDINAL:
         return (*words[1:], _ROMAN[_ORDINAL.index(words[0])])
     return None
+
+
+# Names of one thing that share no word, as answers write them (docs/method.md §8): a short
+# table, not a thesaurus. Each group's names are folded words without joiners (name_words).
+_ALIAS_GROUPS = (
+    (("oscar",), ("oscars",), ("academy", "award"), ("academy", "awards")),
+    (("holland",), ("netherlands",)),
+    (("britain",), ("great", "britain"), ("united", "kingdom")),
+    (("america",), ("united", "states"), ("united", "states", "america")),
+)
+_ALIASES = {name: tuple(other for other in group if other != name) for group in _ALIAS_GROUPS for name in group}
+
+
+def aliases(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """Other names of what ``words`` names, by a short table ("Oscars" is "Academy Awards",
+    "Holland" "the Netherlands"); none for most names.
+
+    >>> aliases(("oscars",))[2], aliases(("netherlands",)), aliases(("paris",))
+    (('academy', 'awards'), (('holland',),), ())
+    """
+    return _ALIASES.get(tuple(words), ())
 
 
 _PERIOD_CODE = re.compile(r"([qh])([1-4])")

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from tokenshapley_rag._units import CURRENCY_CODES, unit_names_pattern
+from tokenshapley_rag._units import CURRENCY_ABBREVIATION, CURRENCY_CODES, PERIOD_GROUPING_WORDS, unit_names_pattern
 
 __all__ = [
     "Keyword", "split_sentences", "find_keywords", "token_words", "number_value", "value_spans", "word_pieces",
@@ -24,7 +24,7 @@ __all__ = [
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no nos vol al approx inc ltd co corp dept est "
     "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n gen col lt sgt capt rev gov sen rep "
-    "mt ft ave blvd p pp ed eds".split()
+    "mt ft ave blvd p pp ed eds rs".split()
 )
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before
 # whitespace, at CJK full stops, or at a blank line / line break.
@@ -116,7 +116,9 @@ _NUMBER = r"(?:\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)|\d+)(?:[.,:/]\d+)*"
 # minus 3" is a sum).
 _SIGN = r"(?:(?<![\w.,])[-\u2212+](?=\d)|(?<!\d\s)\b[Mm]inus\s(?=\d))?"
 # A currency sign, or a currency code before the amount ("EUR 45.50", "US$ 12", "A$12").
-_CURRENCY_CODE = rf"(?:{'|'.join(CURRENCY_CODES)})\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
+_CURRENCY_CODE = (
+    rf"(?:{'|'.join(CURRENCY_CODES)}|{CURRENCY_ABBREVIATION})\s?(?=\d)|(?:US|AU|A|CA|C|NZ|HK|S)\$\s?"
+)
 _CURRENCY = rf"(?:[$€£¥₹]\s?|#|{_CURRENCY_CODE})"
 # A scale word, or its abbreviation ("$4.2bn", "3 mln"); a capital K, M or B glued to the
 # digits ("$500M", "3.5B", "50k") is one too.
@@ -138,6 +140,12 @@ _UNIT = (
 # A power of ten after a number: scientific notation ("6.022e23", "3.0 × 10^8", "5.97 × 10²⁴").
 EXPONENT = r"(?:[eE][-+\u2212]?\d{1,3}(?!\w)|\s?[×x·]\s?10(?:\s?\^\s?[-+\u2212]?\d{1,3}(?!\d)|[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))"
 _VALUE_RE = rf"{_SIGN}{_NUMBER}(?:{EXPONENT}|['′]\d{{1,2}}[\"″]?)?"  # 5'9" is one height
+# A species under its abbreviated genus ("E. coli", "H. pylori", "T. rex"): an initial and a
+# lowercase word that is no function word (a sloppy sentence start, "grade A. then", is not one).
+_ABBREVIATED_SPECIES = (
+    rf"[A-Z]\.\s(?!(?:{'|'.join(sorted(STOPWORDS | FILLERS, key=len, reverse=True))})(?![\w'’\-]))"
+    r"[a-z]{3,}(?![\w'’\-])"
+)
 _KEYWORD = re.compile(
     r"(?P<date>(?=\d|[A-Z]|(?:spring|summer|autumn|fall|winter|early[\s-]|mid[\s-]|late[\s-])\d?|[a-z]+(?:-[a-z]+)?[\s-]centur)"  # (a quick test)
     rf"(?:{_WEEKDAY}{_MONTH}\s+{_DAYS},?\s+(?:\d{{1,4}}\s?{_ERA}|\d{{3,4}}(?!\d))"  # June 5, 2021; December 6 through 29, 1927; March 15, 44 BC
@@ -158,6 +166,7 @@ _KEYWORD = re.compile(
     rf"{_CURRENCY}?{_VALUE_RE}(?:[-–]{_CURRENCY}?{_NUMBER})?(?:st|nd|rd|th)?(?:[x×](?!\w)|{_UNIT})?(?!\w)"
     r")"
     r"|(?P<name>"
+    rf"{_ABBREVIATED_SPECIES}|"
     # A period continues a name only after an initial or a short abbreviation ("J. R.",
     # "St. Louis"), never after a whole word: "France. It" is two sentences. Dotted
     # initials ("U.S.", "J.D.") and "Jr." keep their periods.
@@ -166,7 +175,7 @@ _KEYWORD = re.compile(
     # ("Joe's Garage", "Blazer's Mills" stay whole).
     r"(?:(?!(?<=[’']s)\s+[A-Z]{2,}(?![\w’']))\s+(?:(?:of|the|de|del|della|di|da|von|van|der|den|la|le|du|bin|al|y)\s+)*"
     rf"(?!{_MONTH}\s+\d)"  # "In June 5, 2021": leave the date to the date pattern
-    rf"(?:(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|(?:al|el|ul|ad|ud|ibn|bin|abu)-{_UP}[\w'’\-]*"
+    rf"(?:{_ABBREVIATED_SPECIES}|(?:{_UP}\.)+{_UP}\.?(?!\w)|[JS]r\.|(?:al|el|ul|ad|ud|ibn|bin|abu)-{_UP}[\w'’\-]*"
     rf"|{_UP}(?:[\w'’\-]{{0,2}}\.(?=\s+{_UP})|(?:[\w'’\-]|&(?=[A-Z]))*)))*"
     r")"
     r"|(?P<word>(?:[a-z]\.){2,}|\w+(?:['’\-]\w+)*)"
@@ -641,7 +650,39 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             [k for k in units if not any(a <= k.start and k.end <= b for a, b in compounds)] + whole,
             key=lambda k: k.start,
         )
-    return units
+    return _with_units_after(text, stop, units)
+
+
+# A unit after a number written in words ("six kilometres", "six per cent"), and what a
+# number with a glued "m" counts ("1.5m visitors": a million, not metres; the match rule
+# reads the "m" by the plural after it).
+_WORD_NUMBER_UNIT = re.compile(rf"\s+(?:per\s+cent|{_UNIT_WORD})(?![\w°/-])")
+_GLUED_M = re.compile(r".*\dm")
+_COUNTED = re.compile(r"\s+(?!(?:hurdles|heats|relays|lengths|laps|intervals)(?!\w))[a-z]{2,}s(?![\w'’-])")
+
+
+def _with_units_after(text: str, stop: int, units: list[Keyword]) -> list[Keyword]:
+    """``units`` with each number written in words joined to the unit after it, and each
+    number with a glued "m" to the plural after it, as a number written in digits keeps its
+    unit: "six kilometres" and "6 kilometres" are one keyword each."""
+    out: list[Keyword] = []
+    i = 0
+    while i < len(units):
+        k = units[i]
+        after = None
+        if k.kind == "number" and k.text[:1].isalpha() and k.text[-1:].isalpha():
+            after = _WORD_NUMBER_UNIT.match(text, k.end, stop)
+        elif k.kind == "number" and _GLUED_M.fullmatch(k.text):
+            after = _COUNTED.match(text, k.end, stop)
+        if after is None:
+            out.append(k)
+            i += 1
+            continue
+        out.append(Keyword(k.start, after.end(), text[k.start : after.end()], "number"))
+        i += 1
+        while i < len(units) and units[i].start < after.end():
+            i += 1
+    return out
 
 
 _YEAR_MONEY = re.compile(r"((?:1\d|20)\d\d)\s+(euros|dollars|pounds)")
@@ -738,20 +779,52 @@ _LAST_WORD = re.compile(r"\w+(?=\W*$)")
 _ALNUM = re.compile(r"[^\W_]")
 _VALUE = re.compile(rf"{_SIGN}{_NUMBER}")
 _GROUPED = re.compile(r"\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?!\d)")
+# Thousands written with a period, as German, Spanish, Italian and Portuguese write them: two
+# groups or more ("1.234.567"), or groups and a decimal comma ("2.850,5"), can be nothing else.
+_PERIOD_GROUPED = re.compile(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+")
+_ONE_PERIOD_GROUP = re.compile(r"\d{1,3}\.\d{3}")
+_WORD_AFTER = re.compile(r"\s?(\w+\.?(?:\s\w+)?)")
 
 
-def number_value(text: str) -> str:
+def period_groups_at(text: str, start: int, end: int) -> bool:
+    """Whether the number ``text[start:end]`` writes its thousands with periods: two groups
+    or more, or groups and a decimal comma, always; "2.850" (one group) only before a unit,
+    percent or scale word of a language that writes thousands so (:data:`PERIOD_GROUPING_WORDS`:
+    "2.850 Kilometer", "1.500 millones"), else it is 2.85.
+
+    >>> [period_groups_at(t, 0, t.index(" ")) for t in ["2.850 Kilometer", "2.850 km", "1.234.567 x", "2.850,5 m"]]
+    [True, False, True, True]
+    """
+    number = text[start:end].lstrip("-\u2212+")
+    if _PERIOD_GROUPED.fullmatch(number):
+        return True
+    if not _ONE_PERIOD_GROUP.fullmatch(number):
+        return False
+    after = _WORD_AFTER.match(text, end)
+    if after is None:
+        return False
+    first = after.group(1).split()[0]
+    return bool({after.group(1), first, first.rstrip(".")} & PERIOD_GROUPING_WORDS)  # "por ciento", "Mio."
+
+
+def number_value(text: str, period_groups: bool = False) -> str:
     """The canonical value of a number as written (the match rule's normaliser).
 
     Thousands separators (comma, space, thin or no-break space before a group of three
     digits) are dropped; a comma not followed by exactly three digits is a decimal comma;
     a decimal part loses its trailing zeros; the minus sign (``-`` or ``\u2212``) is kept,
     ``+`` dropped; other separators (``:`` in times, ``/`` in fractions) are kept.
+    ``period_groups``: the number writes its thousands with periods and its decimals with a
+    comma ("2.850,5"; :func:`period_groups_at` tells from where it stands).
 
     >>> [number_value(t) for t in ["2,850", "2850", "2 850", "-3.50", "\u22123,5", "minus 3.5", "10:30", "007"]]
     ['2850', '2850', '2850', '-3.5', '-3.5', '-3.5', '10:30', '7']
+    >>> [number_value(t, period_groups=True) for t in ["2.850", "1.234.567", "2.850,50"]]
+    ['2850', '1234567', '2850.5']
     """
     t = text.strip()
+    if period_groups:
+        t = t.replace(".", "").replace(",", ".")
     sign = ""
     if t[:6].lower() == "minus ":
         sign, t = "-", t[6:]
@@ -798,7 +871,7 @@ def value_spans(text: str) -> list[tuple[int, int, str]]:
             # A season or a fiscal year ("2019/20") is the pair "2019–20" writes, not a fraction.
             out += [(a, a + 4, season[1]), (a + 5, m.end(), number_value(season[2]))]
             continue
-        out.append((a, m.end(), number_value(text[a : m.end()])))
+        out.append((a, m.end(), number_value(text[a : m.end()], period_groups_at(text, a, m.end()))))
     return out
 
 

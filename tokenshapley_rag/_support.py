@@ -58,6 +58,7 @@ from tokenshapley_rag._measures import (
 )
 from tokenshapley_rag._names import (
     DOTTED_INITIALS,
+    aliases,
     fold,
     initials,
     initials_agree,
@@ -255,6 +256,17 @@ class SentenceFacts:
     # first sentence ("It is 330 metres tall." on the Eiffel Tower's page). A sentence states
     # it as another name (:func:`states_other_value`); it holds nothing by it.
     implied: tuple[str, ...] = ()
+    # Each capitalised word and the lowercase word after it as an abbreviated species, folded
+    # ("Escherichia coli" -> "e coli"): a sentence naming a species holds its abbreviation
+    # ("E. coli"). Only looked up for such a name, so "Paris hosts" -> "p hosts" matters not.
+    species: frozenset[str] = frozenset()
+    # Each clause of a sentence of two or more clauses stating values (:func:`worded_clauses`),
+    # whatever its subject: the light stems of its words (no value's, no stopword), all its
+    # folded words, and its numbers', dates' and names' values as ``(kind, values)``. "The
+    # right to erasure is in Article 17, and the right to data portability is in Article
+    # 20." gives ({"right", "erasur"}, {"the", "right", ..., "17"}, {("name", ("article",)),
+    # ("number", ("17",))}) and ({"right", "data", "portability"}, ...).
+    worded: tuple[tuple[frozenset[str], frozenset[str], frozenset[tuple[str, tuple[str, ...]]]], ...] = ()
     # The facts above that the match rule looks a keyword up by, as 32-bit keys
     # (:func:`fact_keys`), derived once per sentence: :func:`holding_masks` finds the
     # sentences that may hold a keyword from them instead of testing every sentence.
@@ -305,7 +317,12 @@ def sentence_facts(text: str) -> SentenceFacts:
         opening=words[0] if pieces and pieces[0][:1].isupper() else "",
         lowercase=frozenset(w for piece, w in zip(pieces, words) if piece[:1].islower()),
         clauses=clause_values(text, keywords, values),
+        species=frozenset(fold(f"{m[1]} {m[2]}") for m in _SPECIES.finditer(text)),
+        worded=worded_clauses(text, keywords, values),
     )
+
+
+_SPECIES = re.compile(r"(?<![\w'’\-])([A-Z])[a-z]+\s+([a-z]{3,})(?![\w'’\-])")
 
 
 # Where a source sentence goes on to another subject's clause: ", and", ", while", ", whereas",
@@ -343,6 +360,36 @@ def clause_values(
             if k.kind in ("number", "date") and (held := _placed_value(k, values)):
                 out.add((subject, k.kind, held))
     return frozenset(out) if len(subjects) > 1 else frozenset()
+
+
+def worded_clauses(
+    text: str, keywords: Sequence[Keyword], values: Sequence[tuple[int, int, str]]
+) -> tuple[tuple[frozenset[str], frozenset[str], frozenset[tuple[str, tuple[str, ...]]]], ...]:
+    """:attr:`SentenceFacts.worded`: each clause's words (light stems of its word keywords,
+    and its numbers' and dates' values as ``#value``: "type 1" is not "type 2"), all its
+    folded words, and its values (its numbers', dates' and names' :func:`_placed_value`),
+    when two clauses or more state a value; else empty.
+
+    >>> t = "The right to erasure is in Article 17, and the right to data portability is in Article 20."
+    >>> [(sorted(w), sorted(v)) for w, _, v in worded_clauses(t, find_keywords(t), all_values(t))]
+    [(['#17', 'erasur', 'right'], [('name', ('article',)), ('number', ('17',))]), (['#20', 'data', 'portability', 'right'], [('name', ('article',)), ('number', ('20',))])]
+    """
+    bounds = [0] + [m.end() for m in _CLAUSE_BREAK.finditer(text)] + [len(text) + 1]
+    if len(bounds) < 3:
+        return ()
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        inside = [k for k in keywords if a <= k.start < b]
+        stated = frozenset(
+            (k.kind, held) for k in inside if k.kind in VALUE_KINDS and (held := _placed_value(k, values))
+        )
+        out.append((
+            frozenset(light_stem(fold(k.text)) for k in inside if k.kind == "word")
+            | {f"#{v}" for k in inside if k.kind in ("number", "date") for v in _placed_value(k, values)},
+            frozenset(fold(w) for k in inside for w in _WORD.findall(k.text)),
+            stated,
+        ))
+    return tuple(out) if sum(1 for *_, stated in out if stated) > 1 else ()
 
 
 def _placed(
@@ -617,6 +664,9 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             for w, stem in zip(k.words, k.word_stems)
         ) and not _inside_longer_model(k.words, f.names):
             return True
+        # A species under its abbreviated genus ("E. coli" in "Escherichia coli is ...").
+        if len(k.words) == 2 and len(k.words[0]) == 1 and " ".join(k.words) in f.species:
+            return True
         # A first name written as its initial, here or there ("L. Chen", "Laura Chen").
         if len(k.words) > 1 and any(initials_agree(k.words, name.split()) for name in f.names):
             return True
@@ -625,6 +675,9 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return True
         # A quarter or a half of a year by its code ("Q3": "the third quarter").
         if (period := period_words(k.words)) is not None and all(w in f.words for w in period):
+            return True
+        # Another name of the same thing ("Oscars", "Academy Awards").
+        if any(all(w in f.words for w in alias) for alias in aliases(k.words)):
             return True
         # An expansion is held by its acronym ("Indian Premier League", "IPL").
         return len(k.words) > 1 and initials(" ".join(k.words)) in f.acronyms
@@ -718,6 +771,7 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
             out.append([(_key("w", w),) for w in variant])
         if (period := period_words(k.words)) is not None:
             out.append([(_key("w", w),) for w in period])
+        out += [[(_key("w", w),) for w in alias] for alias in aliases(k.words)]
         if len(k.words) > 1:
             out.append([(_key("a", initials(" ".join(k.words))),)])
             out.append([(_key("w", k.words[-1]),)])  # the other words may be initials
@@ -1316,6 +1370,15 @@ def keyword_status(
             swapped = _placed_elsewhere(k, agreeing, facts, neighbours, subject_words)
             if swapped >= 0:
                 return "contradicted", np.zeros_like(held), swapped
+            # ... and a sentence of several clauses states each one's values in its own, also
+            # about no name: a value every holder states only in a clause whose own words the
+            # claim leaves out, while another clause, whose own words the claim says, states
+            # another value of its kind, is that clause's ("The right to data portability is in
+            # Article 17." against "The right to erasure is in Article 17, and the right to
+            # data portability is in Article 20.").
+            other = _in_anothers_worded_clause(k, agreeing, facts, answer)
+            if other >= 0:
+                return "contradicted", np.zeros_like(held), other
             if subject_held is not None and claim_held is not None and not is_subject and agreement is not None:
                 # ... and a page about several people or things holds each one's values: a
                 # value that only its sentences about another name hold is that name's
@@ -1629,6 +1692,64 @@ def _in_anothers_clause(
     return found
 
 
+def _in_anothers_worded_clause(
+    k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts
+) -> int:
+    """The first of ``holders`` when every one of them states the keyword's value only in
+    clauses (:attr:`SentenceFacts.worded`) that share a word with a clause stating another
+    value of its kind and have own words (those no such clause has), the claim ``answer``
+    saying none of them, while such another clause has own words the claim says; else -1. A numbered name's other value is the same name with
+    another number ("Article 20" for "Article 17").
+
+    >>> facts = [sentence_facts("The right to erasure is in Article 17, and the right to data portability is in Article 20.")]
+    >>> k = keyword_facts("Article 17", "name")
+    >>> _in_anothers_worded_clause(k, np.array([True]), facts, sentence_facts("The right to data portability is in Article 17."))
+    0
+    >>> _in_anothers_worded_clause(k, np.array([True]), facts, sentence_facts("The right to erasure is in Article 17."))
+    -1
+    """
+    base = tuple(w for w in k.words if not w.isdigit())
+    # the keyword's own numbers are no word of a clause; the claim says its words and numbers
+    own_numbers = {f"#{v}" for v in k.numbers} | {f"#{w}" for w in k.words if w.isdigit()}
+    said = answer.stems | {f"#{v}" for v in answer.numbers}
+    found = -1
+    for j in np.flatnonzero(holders).tolist():
+        clauses = facts[j].worded
+        if not clauses:
+            return -1
+        own, other = [], []
+        for stems, words, stated in clauses:
+            if k.kind == "name" and len(base) < len(k.words):  # a numbered name
+                holds = all(w in words for w in k.words)
+                states_other = bool(base) and all(w in words for w in base) and any(kind == "number" for kind, _ in stated)
+            else:
+                values = [held for kind, held in stated if kind == k.kind]
+                mine = [" ".join(k.words)] if k.kind == "name" else None
+                holds = any(list(held) == mine if mine else set(held) == k.numbers for held in values)
+                states_other = bool(values) and not any(
+                    list(held) == mine if mine else set(held) & k.numbers for held in values
+                )
+            if holds:
+                own.append(stems)
+            elif states_other:
+                other.append(stems)
+        if not own or not other:
+            return -1
+        # The clauses say the same of two things (they share a word: "the right to ... is in
+        # Article N"), not what happened next ("In the first one, Gulliver survives a
+        # shipwreck, and he swims to Lilliput, ... 6 inches tall"); both have words of their
+        # own (a clause that leaves its verb out, "..., and BRCA2 on chromosome 13", says
+        # nothing the claim could leave out).
+        own_words, other_words = frozenset().union(*own) - own_numbers, frozenset().union(*other) - own_numbers
+        if (
+            not own_words & other_words or not own_words - other_words
+            or (own_words - other_words) & said or not (other_words - own_words) & said
+        ):
+            return -1
+        found = j if found < 0 else found
+    return found
+
+
 def _owned_by_another(
     k: KeywordFacts, holders: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
     subject_words: tuple[str, ...],
@@ -1857,10 +1978,11 @@ def locate_keyword(text: str, kind: str, sentence: str, hedge: str = "") -> tupl
                 return a, b
     words = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(sentence)]
     if kind == "name":
-        need = set(name_words(text))
-        hits = [(a, b) for a, b, w in words if w in need]
-        if hits and {w for _, _, w in words if w in need} == need:
-            return hits[0][0], hits[-1][1]
+        own = tuple(name_words(text))
+        for need in map(set, (own, *aliases(own))):  # "Oscars": "Academy Awards"
+            hits = [(a, b) for a, b, w in words if w in need]
+            if hits and {w for _, _, w in words if w in need} == need:
+                return hits[0][0], hits[-1][1]
     stems = {light_stem(w) for w in _WORD.findall(text)}
     for a, b, w in words:
         if light_stem(w) in stems and w not in _NON_KEYWORDS:

@@ -12,8 +12,9 @@ import re
 from collections.abc import Iterable
 
 __all__ = [
-    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_CODES", "CURRENCY_OF", "DURATION", "LENGTH", "MASS", "PERCENT",
+    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_ABBREVIATION", "CURRENCY_CODES", "CURRENCY_OF", "DURATION", "LENGTH", "MASS", "PERCENT",
     "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS",
+    "PERIOD_GROUPING_WORDS",
     "names_alternation", "unit_names_pattern",
 ]
 
@@ -27,6 +28,9 @@ FOREIGN_MILLIARDS = ("milliarde", "milliarden", "mrd.", "mrd", "milliard", "mill
 
 # Currency codes a number may carry ("EUR 45.50", "12 USD"), written in capitals.
 CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "AUD", "CAD")
+# Abbreviations written before an amount as a currency sign is, as a regular expression: the
+# rupee's "Rs" and "Rs." ("Rs 79,900", "Rs. 1.5 lakh").
+CURRENCY_ABBREVIATION = r"\bRs\.?"
 
 # Durations, in seconds: "30,000 ms" is "30 seconds", "3 days" "72 hours". Years and
 # months are left out (their length depends on the calendar).
@@ -39,10 +43,12 @@ DURATION = {
     ("week", "weeks"): 604800.0,
     # German, French, Spanish, Italian and Portuguese names (an answer in one of them over
     # English sources): "90 Minuten" is "1.5 hours".
-    ("Sekunde", "Sekunden", "seconde", "secondes", "segundo", "segundos", "secondi"): 1.0,
-    ("Minute", "Minuten", "minuto", "minutos", "minuti"): 60.0,
-    ("Stunde", "Stunden", "heure", "heures", "hora", "horas"): 3600.0,
-    ("Tage", "Tagen", "jour", "jours", "día", "días", "dias", "giorno", "giorni"): 86400.0,
+    **(FOREIGN_DURATION := {
+        ("Sekunde", "Sekunden", "seconde", "secondes", "segundo", "segundos", "secondi"): 1.0,
+        ("Minute", "Minuten", "minuto", "minutos", "minuti"): 60.0,
+        ("Stunde", "Stunden", "heure", "heures", "hora", "horas"): 3600.0,
+        ("Tage", "Tagen", "jour", "jours", "día", "días", "dias", "giorno", "giorni"): 86400.0,
+    }),
 }
 
 # Units the match rule reads (docs/method.md §8, the match rule): each unit's dimension,
@@ -58,11 +64,13 @@ LENGTH = {
     ("m", "metre", "metres", "meter", "meters"): 1.0,
     ("km", "kilometre", "kilometres", "kilometer", "kilometers"): 1000.0,
     # ... in German, French, Spanish, Italian and Portuguese ("metro", a city's railway, left out)
-    ("Millimeter", "millimètre", "millimètres", "milímetro", "milímetros", "millimetro", "millimetri"): 0.001,
-    ("Zentimeter", "centimètre", "centimètres", "centímetro", "centímetros", "centimetro", "centimetri"): 0.01,
-    ("Meter", "mètre", "mètres", "metros", "metri"): 1.0,
-    ("Kilometer", "kilomètre", "kilomètres", "kilómetro", "kilómetros", "quilômetro", "quilômetros", "chilometro",
-     "chilometri"): 1000.0,
+    **(FOREIGN_LENGTH := {
+        ("Millimeter", "millimètre", "millimètres", "milímetro", "milímetros", "millimetro", "millimetri"): 0.001,
+        ("Zentimeter", "centimètre", "centimètres", "centímetro", "centímetros", "centimetro", "centimetri"): 0.01,
+        ("Meter", "mètre", "mètres", "metros", "metri"): 1.0,
+        ("Kilometer", "kilomètre", "kilomètres", "kilómetro", "kilómetros", "quilômetro", "quilômetros", "chilometro",
+         "chilometri"): 1000.0,
+    }),
     ("inch", "inches"): 0.0254,
     ("ft", "foot", "feet"): 0.3048,
     ("yd", "yard", "yards"): 0.9144,
@@ -75,15 +83,18 @@ MASS = {
     ("g", "gram", "grams", "gramme", "grammes"): 0.001,
     ("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"): 1.0,
     ("tonne", "tonnes", "metric ton", "metric tons"): 1000.0,
-    ("Gramm", "gramo", "gramos", "grammo", "grammi"): 0.001,
-    ("Kilogramm", "kilogramo", "kilogramos", "chilogrammo", "chilogrammi"): 1.0,
-    ("Tonne", "Tonnen", "tonelada", "toneladas", "tonnellata", "tonnellate"): 1000.0,
+    **(FOREIGN_MASS := {
+        ("Gramm", "gramo", "gramos", "grammo", "grammi"): 0.001,
+        ("Kilogramm", "kilogramo", "kilogramos", "chilogrammo", "chilogrammi"): 1.0,
+        ("Tonne", "Tonnen", "tonelada", "toneladas", "tonnellata", "tonnellate"): 1000.0,
+    }),
     ("lb", "lbs", "pound", "pounds"): 0.45359237,
     ("oz", "ounce", "ounces"): 0.028349523125,
 }
 VOLUME = {
     ("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"): 0.001,
-    ("litre", "litres", "liter", "liters", "Liter", "litro", "litros", "litri"): 1.0,
+    ("litre", "litres", "liter", "liters"): 1.0,
+    **(FOREIGN_VOLUME := {("Liter", "litro", "litros", "litri"): 1.0}),
     ("gallon", "gallons"): 3.785411784,
 }
 AREA = {
@@ -137,7 +148,16 @@ def _cased_unit_sizes() -> dict[str, tuple[str, float, float]]:
 
 
 CASED_UNIT_SIZES = _cased_unit_sizes()
-PERCENT = ("%", "percent", "per cent", "pct", "Prozent", "pour cent", "por ciento", "per cento", "por cento")
+FOREIGN_PERCENT = ("Prozent", "pour cent", "por ciento", "per cento", "por cento")
+PERCENT = ("%", "percent", "per cent", "pct", *FOREIGN_PERCENT)
+# The words after which a number written "2.850" is 2,850, not 2.85: the unit, percent and
+# scale words of the languages above, most of which write thousands with a period ("2.850
+# Kilometer", "1.500 millones"). Matched as written: "Meter" is German, "meter" English.
+PERIOD_GROUPING_WORDS = frozenset(
+    [u for table in (FOREIGN_DURATION, FOREIGN_LENGTH, FOREIGN_MASS, FOREIGN_VOLUME) for names in table for u in names]
+    + [*FOREIGN_PERCENT]
+    + [w for scale in (*FOREIGN_THOUSANDS, *FOREIGN_MILLIONS, *FOREIGN_MILLIARDS) for w in (scale, scale.capitalize())]
+)
 TEMPERATURE = {
     ("°C", "° C", "degrees Celsius", "degree Celsius", "Celsius", "degrees C", "C°"): (1.0, 273.15),
     ("°F", "° F", "degrees Fahrenheit", "degree Fahrenheit", "Fahrenheit", "degrees F", "F°"): (5 / 9, 273.15 - 160 / 9),
@@ -151,7 +171,7 @@ CURRENCIES = {
     ("£", "GBP", "sterling", "pounds sterling"): 3.0,
     ("yen", "JPY"): 4.0,
     ("yuan", "renminbi", "CNY", "RMB"): 5.0,
-    ("₹", "rupee", "rupees", "INR"): 6.0,
+    ("₹", "rupee", "rupees", "INR", "Rs", "Rs."): 6.0,
     ("franc", "francs", "CHF"): 7.0,
 }
 CURRENCY_OF = {u.casefold(): size for names, size in CURRENCIES.items() for u in names}

@@ -25,6 +25,7 @@ from tokenshapley_rag._segment import (
     word_number_value,
 )
 from tokenshapley_rag._units import (
+    CURRENCY_ABBREVIATION,
     CURRENCY_CODES,
     FOREIGN_MILLIARDS,
     FOREIGN_MILLIONS,
@@ -174,6 +175,8 @@ def all_values(text: str) -> list[tuple[int, int, str]]:
     ['17:30', '17:30', '17:00', '5:30', '0:15', '12:00', '17:00']
     >>> [v for _, _, v in all_values("$4.2bn, $500M, 3.5B users, 50k, €12.5m, 12.5m tall, 3 mln, EUR 2m")]
     ['4200000000', '500000000', '3500000000', '50000', '12500000', '12.5', '3000000', '2000000']
+    >>> [v for _, _, v in all_values("1.5m visitors, 10m tonnes, the 100m sprint, the 400m hurdles")]
+    ['1500000', '10000000', '100', '400']
     >>> [v for _, _, v in all_values("3,7 Millionen, 1,2 milliards, 4 millones, 2,5 Mio.")]
     ['3700000', '1200000000', '4000000', '2500000']
     >>> [v for _, _, v in all_values("in 44 BC, 753 BCE and AD 14")]
@@ -258,9 +261,12 @@ _SCALE_AFTER = re.compile(
     re.IGNORECASE,
 )
 # A letter glued to the digits: K, M and B scale any number ("3.5M users"), a lowercase k
-# too ("50k"); a lowercase m only after a currency sign ("€12.5m"): "12.5m" alone is metres.
+# too ("50k"); a lowercase m after a currency sign ("€12.5m") or before what it counts, a
+# plural ("1.5m visitors", "10m tonnes"): "12.5m" alone is metres, and so is "100m sprint"
+# or "400m hurdles".
 _SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
-_CURRENCY_BEFORE = re.compile(rf"(?:[$€£¥₹]|\b(?:{'|'.join(CURRENCY_CODES)}))\s?-?$")
+_COUNTED_AFTER = re.compile(r"\s+(?!(?:hurdles|heats|relays|lengths|laps|intervals)(?!\w))[a-z]{2,}s(?![\w'’-])")
+_CURRENCY_BEFORE = re.compile(rf"(?:[$€£¥₹]|\b(?:{'|'.join(CURRENCY_CODES)})|{CURRENCY_ABBREVIATION})\s?-?$")
 PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -272,7 +278,7 @@ def _scaled(text: str, start: int, end: int, value: str) -> str:
     m = _SCALE_AFTER.match(text, end)
     scale = m.group(1).lower() if m is not None else None
     if scale is None and (g := _SCALE_GLUED.match(text, end)) is not None:
-        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 5), start):
+        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 5), start) or _COUNTED_AFTER.match(text, g.end()):
             scale = (g.group(1) or g.group(2)).lower()
     if scale is None:
         return value
