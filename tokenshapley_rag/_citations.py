@@ -633,7 +633,7 @@ def keyword_statuses(
         # 1921 Nobel Prize in Physics?": Bohr's 1922 prize is not it)
         asked = asked_facts(query, facts)
         asked_names = [a for a in asked if a.kind == "name"]
-        asked_held = np.logical_and.reduce(holding_masks(asked, facts, sentence_document)) if asked else np.ones(n_sent, dtype=bool)
+        asked_held = None  # found once, for the first claim that needs it (most need none)
         for c, s in subject.items():
             values = [r for r in claim_members[c] if r != s and cited[r][0].kind in VALUE_KINDS]
             if statuses[s] != "supported" or topic.get(c, False) or not values or any(denied_kw[r] for r in [s, *values]):
@@ -646,8 +646,15 @@ def keyword_statuses(
                     and any(states_other_value(kfacts[r], facts[j], claim_facts[kw_claim[r]]) for j in np.flatnonzero(held[s]).tolist())
                 )
             ]
-            stating = asked_held & ~held[s] & np.logical_and.reduce(held[values] & ~denying[values]) if wrong else None
-            if stating is not None and stating.any():
+            if not wrong:
+                continue
+            if asked_held is None:
+                asked_held = (
+                    np.logical_and.reduce(holding_masks(asked, facts, sentence_document)) if asked
+                    else np.ones(n_sent, dtype=bool)
+                )
+            stating = asked_held & ~held[s] & np.logical_and.reduce(held[values] & ~denying[values])
+            if stating.any():
                 j = int(np.flatnonzero(stating)[np.argmax(predicate[s][stating])])
                 statuses[s], rivals[s], allowed[s] = "contradicted", j, False
                 for r in values:
