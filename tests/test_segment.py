@@ -299,6 +299,9 @@ def test_numbered_names_codes_scientific_notation_and_dates_with_an_era(answer, 
         ("It is six kilometres long.", [("six kilometres", "number"), ("long", "word")]),
         ("The museum welcomed 1.5m visitors.", [("museum", "word"), ("welcomed", "word"), ("1.5m visitors", "number")]),
         ("He won the 100m sprint.", [("won", "word"), ("100m", "number"), ("sprint", "word")]),
+        # a title's acronym before "of" is a role apart from the name after it
+        ("The CEO of Norvale Foods is Dana Whitfield.", [("CEO", "name"), ("Norvale Foods", "name"), ("Dana Whitfield", "name")]),
+        ("The President of France is Emmanuel Macron.", [("President of France", "name"), ("Emmanuel Macron", "name")]),
         # the rupee's abbreviation is a currency sign, and "Rs." ends no sentence
         ("It costs Rs. 1,200 here.", [("costs", "word"), ("Rs. 1,200", "number")]),
         ("It costs Rs 79,900.", [("costs", "word"), ("Rs 79,900", "number")]),

@@ -47,6 +47,8 @@ ICD = ["In ICD-10, type 2 diabetes mellitus is coded E11; type 1 diabetes is E10
 RUPEES = ["The phone costs Rs 79,900 in India and $799 in the US."]
 MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 percent to £1.5bn."]
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
+NORVALE_NEWS = ["Norvale Foods said on 14 February 2023 that its 2022 revenue reached $2.9 billion. Dana Whitfield will "
+                "step down as chief executive in June 2023 and will be succeeded by Marcus Oyelaran, the current finance chief."]
 FILMS = ["Titanic won eleven Academy Awards, including Best Picture.", "Avatar won three Academy Awards."]
 BACTERIA = ["Escherichia coli is a Gram-negative bacterium commonly found in the lower intestine.",
             "Staphylococcus aureus is a Gram-positive bacterium."]
@@ -214,6 +216,10 @@ ROWS = [
     ("Profit?", MUSEUM, "Profit rose six per cent to 1.5 billion pounds.", "six per cent", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six miles long.", "six miles", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six kilometres long.", "six kilometres", "contradicted", "1"),
+    # a title by its acronym ("CEO": "chief executive"), and apart from the company after it
+    ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "CEO", "supported", "0"),
+    ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "Norvale Foods", "supported", "0"),
+    ("Who is the CFO of Norvale Foods?", NORVALE_NEWS, "The CFO of Norvale Foods is Marcus Oyelaran.", "CFO", "supported", "0"),
     # another name of the same thing is the same name
     ("How many Oscars did Titanic win?", FILMS, "Titanic won 11 Oscars.", "Oscars", "supported", "0"),
     ("How many Oscars did Titanic win?", FILMS, "Titanic won 11 Oscars.", "11", "supported", "0"),

@@ -15,6 +15,7 @@ __all__ = [
     "DOTTED_INITIALS",
     "JOINERS",
     "aliases",
+    "word_aliases",
     "fold",
     "initials",
     "initials_agree",
@@ -117,6 +118,26 @@ _ALIAS_GROUPS = (
     (("america",), ("united", "states"), ("united", "states", "america")),
 )
 _ALIASES = {name: tuple(other for other in group if other != name) for group in _ALIAS_GROUPS for name in group}
+
+
+# A title written as its acronym, within a longer name too ("CEO of Norvale Foods" is held by
+# "... will step down as chief executive of Norvale Foods").
+_WORD_ALIASES = {
+    "ceo": (("chief", "executive"),),
+    "cfo": (("chief", "financial"), ("finance", "chief")),
+    "coo": (("chief", "operating"),),
+    "cto": (("chief", "technology"),),
+}
+
+
+def word_aliases(word: str) -> tuple[tuple[str, ...], ...]:
+    """The words a name's word may be written as instead, by a short table of titles ("ceo":
+    "chief executive"); none for most words.
+
+    >>> word_aliases("ceo"), word_aliases("paris")
+    ((('chief', 'executive'),), ())
+    """
+    return _WORD_ALIASES.get(word, ())
 
 
 def aliases(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:

@@ -650,7 +650,26 @@ def _sentence_keywords(text: str, begin: int, stop: int) -> list[Keyword]:
             [k for k in units if not any(a <= k.start and k.end <= b for a, b in compounds)] + whole,
             key=lambda k: k.start,
         )
-    return _with_units_after(text, stop, units)
+    return _with_units_after(text, stop, _titles_apart(units))
+
+
+# A title's acronym before "of" and a name is a role and the name, two facts ("CEO of Norvale
+# Foods": the page may name the company in one sentence and its chief executive in the next).
+_TITLE_OF = re.compile(r"(C[EFOT]O)(\s+of\s+)(\S.*)")
+
+
+def _titles_apart(units: list[Keyword]) -> list[Keyword]:
+    """``units`` with a name "CEO of X" cut into the title "CEO", "of" and the name "X"."""
+    out: list[Keyword] = []
+    for k in units:
+        m = _TITLE_OF.fullmatch(k.text) if k.kind == "name" else None
+        if m is None:
+            out.append(k)
+            continue
+        a, b = k.start + m.start(3), k.start + m.end(1)
+        out += [Keyword(k.start, b, m.group(1), "name"), Keyword(b + m.group(2).index("of"), b + m.group(2).index("of") + 2, "of", "stopword"),
+                Keyword(a, k.end, m.group(3), "name")]
+    return out
 
 
 # A unit after a number written in words ("six kilometres", "six per cent"), and what a

@@ -68,6 +68,7 @@ from tokenshapley_rag._names import (
     period_words,
     renumbered,
     spelled_acronyms,
+    word_aliases,
 )
 from tokenshapley_rag._values import (
     MONTHS,
@@ -661,6 +662,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
         if all(
             (w in f.acronyms or w in f.spelled) if w in k.capitals and w in _NON_KEYWORDS
             else w in f.words or stem in f.stems or (w in k.capitals and w in f.spelled)
+            or any(all(x in f.words for x in alias) for alias in word_aliases(w))  # "CEO": "chief executive"
             for w, stem in zip(k.words, k.word_stems)
         ) and not _inside_longer_model(k.words, f.names):
             return True
@@ -765,6 +767,7 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
             return []
         out = [[
             (_key("w", w), _key("s", st)) + ((_key("a", w), _key("i", w)) if w in k.capitals else ())
+            + tuple(_key("w", alias[0]) for alias in word_aliases(w))
             for w, st in zip(k.words, k.word_stems)
         ]]
         if (variant := renumbered(k.words)) is not None:
