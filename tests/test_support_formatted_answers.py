@@ -216,6 +216,12 @@ ROWS = [
     ("Profit?", MUSEUM, "Profit rose six per cent to 1.5 billion pounds.", "six per cent", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six miles long.", "six miles", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six kilometres long.", "six kilometres", "contradicted", "1"),
+    # what a comparison compares with is a claim of its own: the Rhine's length is the Rhine's
+    ("How long is the Danube?", LENGTHS, "The Danube is more than twice as long as the Rhine.", "Rhine", "supported", "1"),
+    ("How long is the Danube?", LENGTHS, "The Danube (2,850 km) is more than twice as long as the Rhine (1,230 km).",
+     "1,230 km", "supported", "1"),
+    ("How long is the Danube?", LENGTHS, "The Danube (2,850 km) is more than twice as long as the Rhine (1,230 km).",
+     "2,850 km", "supported", "0"),
     # a title by its acronym ("CEO": "chief executive"), and apart from the company after it
     ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "CEO", "supported", "0"),
     ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "Norvale Foods", "supported", "0"),

@@ -812,7 +812,12 @@ def claim_subjects(
             said = False
         elif (
             said and kw.kind == "name" and group[r] != group[r - 1]
-            and CLAUSE_BREAK.search(response, keywords[r - 1].end, kw.start) is not None
+            and (
+                CLAUSE_BREAK.search(response, keywords[r - 1].end, kw.start) is not None
+                # what a comparison compares with is a claim of its own ("... is more than twice
+                # as long as the Rhine (1,230 km)": the Rhine's length is the Rhine's)
+                or COMPARED_WITH.search(response, max(0, kw.start - 60), kw.start) is not None
+            )
         ):
             claim_opens_sentence.append(False)
             said = False
@@ -886,6 +891,12 @@ CLAUSE_JOINER = re.compile(r"\s*,\s*(?:and|or)\s+(?:(?:the|a|an)\s+)?", re.IGNOR
 # smaller than Globex, which has 22,000.": 22,000 is Globex's).
 CLAUSE_BREAK = re.compile(
     r";|(?:,\s*|\s+)(?:and|but|while|whereas|than)\s+(?!(?:he|she|it|they)\b)|,\s*or\s+(?!(?:he|she|it|they)\b)",
+    re.IGNORECASE,
+)
+# The words before what a comparison compares with: "as long as (the)", "as many as", "twice
+# the size of (the)" ("than" is a clause break).
+COMPARED_WITH = re.compile(
+    r"\bas\s+(?:[\w-]+\s+){1,2}as\s+(?:(?:the|a|an)\s+)?$|\b(?:size|length|height|area|population)\s+of\s+(?:(?:the|a|an)\s+)?$",
     re.IGNORECASE,
 )
 LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)
