@@ -47,6 +47,8 @@ ICD = ["In ICD-10, type 2 diabetes mellitus is coded E11; type 1 diabetes is E10
 RUPEES = ["The phone costs Rs 79,900 in India and $799 in the US."]
 MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 percent to £1.5bn."]
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
+REVENUES = ["Acme Corp reported revenue of $4.2 billion in 2023, up from $3.8 billion in 2022.",
+            "Globex reported revenue of $2.1 billion in 2023."]
 NORVALE_NEWS = ["Norvale Foods said on 14 February 2023 that its 2022 revenue reached $2.9 billion. Dana Whitfield will "
                 "step down as chief executive in June 2023 and will be succeeded by Marcus Oyelaran, the current finance chief."]
 FILMS = ["Titanic won eleven Academy Awards, including Best Picture.", "Avatar won three Academy Awards."]
@@ -216,6 +218,12 @@ ROWS = [
     ("Profit?", MUSEUM, "Profit rose six per cent to 1.5 billion pounds.", "six per cent", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six miles long.", "six miles", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six kilometres long.", "six kilometres", "contradicted", "1"),
+    # a change computed from two amounts one sentence states is held by it; another is not
+    ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $400 million in 2023.", "$400 million", "supported", "0"),
+    ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by about 10.5% to $4.2 billion in 2023.", "10.5%", "supported", "0"),
+    ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $500 million in 2023.", "$500 million", "contradicted", "0"),
+    ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose 12% in 2023.", "12%", "contradicted", "0"),
+    ("What was Acme's revenue?", REVENUES, "Acme's revenue was $400 million in 2023.", "$400 million", "contradicted", "0"),
     # what a comparison compares with is a claim of its own: the Rhine's length is the Rhine's
     ("How long is the Danube?", LENGTHS, "The Danube is more than twice as long as the Rhine.", "Rhine", "supported", "1"),
     ("How long is the Danube?", LENGTHS, "The Danube (2,850 km) is more than twice as long as the Rhine (1,230 km).",

@@ -61,7 +61,7 @@ from tokenshapley_rag._types import (
     display_name,
     page_of,
 )
-from tokenshapley_rag._values import number_hedge, range_hedges
+from tokenshapley_rag._values import number_hedge, range_hedges, states_change
 
 __all__ = [
     "assemble_citations",
@@ -162,7 +162,8 @@ def assemble_citations(
         ranges = range_hedges(response, [(kw.start, kw.end) for kw, _ in cited if kw.kind == "number"])
         kfacts = [
             keyword_facts(
-                kw.text, kw.kind, (ranges.get(kw.start) or number_hedge(response, kw.start)) if kw.kind == "number" else ""
+                kw.text, kw.kind, (ranges.get(kw.start) or number_hedge(response, kw.start)) if kw.kind == "number" else "",
+                change=kw.kind == "number" and states_change(response, kw.start),
             )
             for kw, _ in cited
         ]

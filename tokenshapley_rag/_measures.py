@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import number_value, period_groups_at
 from tokenshapley_rag._units import CASED_UNIT_SIZES, CURRENCY_ABBREVIATION, CURRENCY_CODES, CURRENCY_OF, UNIT_SIZES, names_alternation
 from tokenshapley_rag._values import PLAIN_NUMBER, all_values, number_hedge, significant_place
 
-__all__ = ["Measure", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value"]
+__all__ = [
+    "DIMENSIONS", "Measure", "derived_change", "fraction_measures", "measures", "rounds_measure", "same_measure", "same_unit_and_value",
+]
 
 
 # The unit right after a number: a space, a no-break space or a hyphen ("a 330-metre
@@ -39,6 +42,8 @@ _CASED_UNIT_AFTER = re.compile(
 
 
 Measure = tuple[str, float, float, float]  # dimension, low and high in its base unit, the unit's size
+# Every dimension a measurement may have, in a fixed order.
+DIMENSIONS = tuple(sorted({d for d, *_ in UNIT_SIZES.values()} | {d for d, *_ in CASED_UNIT_SIZES.values()} | {"money", "percent"}))
 
 
 def measures(
@@ -244,6 +249,32 @@ def same_measure(answer: Measure, source: Measure) -> bool:
 
 
 _ROUNDING = 1e-9
+
+
+def derived_change(answer: Measure, source: Sequence[Measure]) -> bool:
+    """Whether the answer's measurement is the change between two of a sentence's
+    measurements, computed from their values as written: their difference, in the same
+    dimension and unit size (money in the same currency: "$400 million" from "$4.2 billion
+    ..., up from $3.8 billion"), or, for a percentage, their difference relative to either
+    (10.5% from the same two amounts), within the answer's own precision (and hedge).
+    Percentages are not taken from two percentages (points, or percent of percent?).
+
+    >>> pair = [m for _, _, m in measures("revenue of $4.2 billion in 2023, up from $3.8 billion")]
+    >>> [derived_change(measures(t)[0][2], pair) for t in ("$400 million", "10.5%", "$500 million", "12%", "9.5%")]
+    [True, True, False, False, True]
+    """
+    for i, a in enumerate(source):
+        for b in source[i + 1 :]:
+            if a[0] != b[0] or a[0] == "percent" or (a[0] == "money" and not math.isclose(a[3], b[3])):
+                continue
+            x, y = (a[1] + a[2]) / 2, (b[1] + b[2]) / 2  # the values as written
+            if answer[0] == "percent":
+                changes = [abs(x - y) / base * 100 for base in (x, y) if base > 0]
+            else:
+                changes = [abs(x - y)] if answer[0] == a[0] and (a[0] != "money" or math.isclose(answer[3], a[3])) else []
+            if any(c > 0 and answer[1] - _ROUNDING * abs(c) <= c <= answer[2] + _ROUNDING * abs(c) for c in changes):
+                return True
+    return False
 
 
 def _same_unit(a: Measure, b: Measure) -> bool:

@@ -49,7 +49,9 @@ from tokenshapley_rag._segment import (
     word_pieces,
 )
 from tokenshapley_rag._measures import (
+    DIMENSIONS,
     Measure,
+    derived_change,
     fraction_measures,
     measures,
     rounds_measure,
@@ -570,6 +572,10 @@ class KeywordFacts:
     # A slashed date whose day and month could be swapped ("03/04/2022"): its facts as
     # written and those of both dates it may be, any of which holds it.
     readings: tuple[KeywordFacts, ...] = ()
+    # A measurement the answer states as a change ("rose by $400 million", "up 10.5%":
+    # :func:`~tokenshapley_rag._values.states_change`): also held by a sentence stating two
+    # measurements it is the change between (:func:`~tokenshapley_rag._measures.derived_change`).
+    change: bool = False
     # The light stem of each name word (in ``words``' order), derived once: every sentence
     # of the context is checked against it (:func:`holding_mask`).
     word_stems: tuple[str, ...] = field(init=False)
@@ -578,9 +584,10 @@ class KeywordFacts:
         object.__setattr__(self, "word_stems", tuple(light_stem(w) for w in self.words))
 
 
-def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
+def keyword_facts(text: str, kind: str, hedge: str = "", change: bool = False) -> KeywordFacts:
     """What holding the keyword ``text`` of ``kind`` requires; ``hedge`` (:func:`number_hedge`)
-    qualifies a count ("about 870,000"), and is ignored for anything else.
+    qualifies a count ("about 870,000"), and is ignored for anything else; ``change``: the
+    answer states the number as a change (:func:`states_change`; a measurement's only).
 
     >>> k = keyword_facts("2,580 kilometres", "number"); sorted(k.numbers)
     ['2580']
@@ -614,7 +621,8 @@ def keyword_facts(text: str, kind: str, hedge: str = "") -> KeywordFacts:
         fold(w) for w in _WORD.findall(text.replace(".", "")) if w.isupper() and is_acronym(w)
     ) & set(words) if kind == "name" else frozenset()
     facts = KeywordFacts(
-        kind, numbers, months, words, stems, capitals, cardinals, dimensions, hedge, measure, years, pair
+        kind, numbers, months, words, stems, capitals, cardinals, dimensions, hedge, measure, years, pair,
+        change=change and measure is not None,
     )
     readings = [keyword_facts(t, "date") for t in date_readings(text)] if kind == "date" else []
     # An ambiguous date is held as written, or as either date it may be.
@@ -643,6 +651,8 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             measured = [m for m in f.measures if m[0] == k.measure[0]]
             if any(same_measure(k.measure, m) or rounds_measure(k.measure, m) for m in measured):
                 return True
+            if k.change and derived_change(k.measure, sorted(f.measures)):
+                return True  # "rose by $400 million" in "$4.2 billion, up from $3.8 billion"
             if exact and measured and not any(same_unit_and_value(k.measure, m) for m in measured):
                 return False
         if exact:
@@ -760,7 +770,10 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
         values = [[(_key("n", v),) for v in sorted(k.numbers)] + [(_key("m", str(mo)),) for mo in sorted(k.months)]]
         if k.years is not None:
             values.append([tuple(_key("n", str(y)) for y in range(k.years[0], k.years[1] + 1))])
-        # A measurement may be held in another unit: by any sentence measuring its dimension.
+        # A measurement may be held in another unit: by any sentence measuring its dimension;
+        # a change, by any sentence measuring anything (a percentage of two amounts).
+        if k.change:
+            return values + [[tuple(_key("d", d) for d in DIMENSIONS)]]
         return values + ([[(_key("d", k.measure[0]),)]] if k.measure is not None else [])
     if k.kind == "name":
         if not k.words:

@@ -46,6 +46,7 @@ __all__ = [
     "rank_values",
     "significant_place",
     "spell_numeric_dates",
+    "states_change",
     "year_range",
 ]
 
@@ -313,6 +314,29 @@ def number_hedge(text: str, start: int) -> str:
         ):
             return hedge
     return ""
+
+
+# Words before a number that state it as a change ("rose by $400 million", "an increase of
+# 10.5%", "up 10.5%"), within its clause.
+_CHANGE_BEFORE = re.compile(
+    r"\b(?:rose|risen|rise|rises|grew|grown|grow|grows|growth|increased?|increases|fell|fallen|falls?|dropped|drops?|"
+    r"declined?|declines|decreased?|decreases|jumped|jumps?|climbed|climbs?|gained|gains?|lost|loses|up|down|"
+    r"change[sd]?|difference|more|less|higher|lower)\b(?:[^.;:!?\n]|\.(?=\d)){0,30}$",
+    re.IGNORECASE,
+)
+
+
+def states_change(text: str, start: int) -> bool:
+    """Whether the number at ``start`` of ``text`` is stated as a change ("rose by 10.5%",
+    "an increase of $400 million", "up 10.5%"): a change word before it in its clause.
+
+    >>> t = "Revenue rose by $400 million, or 10.5%."
+    >>> states_change(t, t.index("$400")), states_change(t, t.index("10.5"))
+    (True, True)
+    >>> states_change("Revenue was $4.2 billion.", 12)
+    False
+    """
+    return _CHANGE_BEFORE.search(text, max(0, start - 60), start) is not None
 
 
 _RANGE_OPENER = re.compile(r"\bbetween\s+$", re.IGNORECASE)
