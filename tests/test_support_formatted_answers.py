@@ -47,6 +47,7 @@ ICD = ["In ICD-10, type 2 diabetes mellitus is coded E11; type 1 diabetes is E10
 RUPEES = ["The phone costs Rs 79,900 in India and $799 in the US."]
 MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 percent to £1.5bn."]
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
+CITIES = ["Lyon has 522,250 inhabitants.", "Marseille has 870,321 inhabitants."]
 REVENUES = ["Acme Corp reported revenue of $4.2 billion in 2023, up from $3.8 billion in 2022.",
             "Globex reported revenue of $2.1 billion in 2023."]
 NORVALE_NEWS = ["Norvale Foods said on 14 February 2023 that its 2022 revenue reached $2.9 billion. Dana Whitfield will "
@@ -218,6 +219,10 @@ ROWS = [
     ("Profit?", MUSEUM, "Profit rose six per cent to 1.5 billion pounds.", "six per cent", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six miles long.", "six miles", "supported", "1"),
     ("How long is the line?", TRAIN, "The line is six kilometres long.", "six kilometres", "contradicted", "1"),
+    # another city's figure, however the claim words it, is contradicted by the subject's page
+    ("Population?", CITIES, "The population of Lyon is 870,321.", "870,321", "contradicted", "0"),
+    ("Population?", CITIES, "The population of Lyon is 522,250.", "522,250", "supported", "0"),
+    ("Population?", CITIES, "Marseille has about twice the population of Lyon (522,250).", "522,250", "supported", "0"),
     # a change computed from two amounts one sentence states is held by it; another is not
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $400 million in 2023.", "$400 million", "supported", "0"),
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by about 10.5% to $4.2 billion in 2023.", "10.5%", "supported", "0"),

@@ -895,9 +895,11 @@ CLAUSE_BREAK = re.compile(
     re.IGNORECASE,
 )
 # The words before what a comparison compares with: "as long as (the)", "as many as", "twice
-# the size of (the)" ("than" is a clause break).
+# the size of (the)", "three times the population of" ("than" is a clause break; "the
+# population of Lyon" alone compares nothing).
 COMPARED_WITH = re.compile(
-    r"\bas\s+(?:[\w-]+\s+){1,2}as\s+(?:(?:the|a|an)\s+)?$|\b(?:size|length|height|area|population)\s+of\s+(?:(?:the|a|an)\s+)?$",
+    r"\bas\s+(?:[\w-]+\s+){1,2}as\s+(?:(?:the|a|an)\s+)?$"
+    r"|\b(?:twice|half|[\w-]+\s+times)\s+the\s+(?:size|length|height|area|population)\s+of\s+(?:(?:the|a|an)\s+)?$",
     re.IGNORECASE,
 )
 LIST_JOINER = re.compile(r"\s*(?:,|;|&|,?\s*(?:and|or))\s*(?:(?:the|a|an)\s+)?", re.IGNORECASE)

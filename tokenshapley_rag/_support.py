@@ -1452,6 +1452,21 @@ def keyword_status(
         worded = _worded_rival(k, pool, held, facts, answer, claim_held)
         if worded >= 0:
             return "contradicted", np.zeros_like(held), worded
+    if (
+        held.any() and subject_sources is not None and k.kind in ("number", "date") and subject_held is not None
+        and subject_named and claim_held is not None and int(claim_held[held].max()) == 0
+        and all(_about_another(facts[j], answer) for j in np.flatnonzero(held).tolist())
+    ):
+        # ... and one that only sentences about another name hold, a name the claim does not
+        # name, while a sentence of the subject's pages naming the subject states another
+        # value of its kind, is that other name's, when the claim is worded so that no
+        # holder says any more of it ("The population of Lyon is 870,321." against "Lyon has
+        # 522,250 inhabitants.", when 870,321 is Marseille's). A holder that says more of
+        # the claim ("Lise Meitner died in 1968 in Cambridge." for "Marie Curie died in 1968
+        # in Cambridge.") is left to the predicate game above, which may overturn the subject.
+        for j in np.flatnonzero(pool & subject_held).tolist():
+            if states_other_value(k, facts[j], answer):
+                return "contradicted", np.zeros_like(held), j
     if held.any() and subject_sources is not None and k.kind == "name" and not is_subject and (
         claim_held is not None and neighbours
     ):
