@@ -84,8 +84,10 @@ def test_token_words_maps_digit_tokens_to_their_number():
         ("It opened in 1889 [2, 3] and is 330 m tall [4-5].", ["opened", "1889", "330 m", "tall"]),
         ("It opened in 1889 (source 2; doc 3).", ["opened", "1889"]),
         ("It opened in 1889 [Source 1] and [^2] \u30101\u2020source\u3011.", ["opened", "1889"]),
-        # a number in parentheses may number a list's items: kept
-        ("Mix (1) flour and (2) water.", ["Mix", "1", "flour", "2", "water"]),
+        # numbers in parentheses that number items from (1) on state nothing, as a numbered
+        # list's "1." does not; a lone one is kept (an age, a count)
+        ("Mix (1) flour and (2) water.", ["Mix", "flour", "water"]),
+        ("Kane (30) scored.", ["Kane", "30", "scored"]),
     ],
 )
 def test_a_generators_citation_markers_are_not_keywords(answer, citable):
@@ -302,6 +304,10 @@ def test_numbered_names_codes_scientific_notation_and_dates_with_an_era(answer, 
         # a title's acronym before "of" is a role apart from the name after it
         ("The CEO of Norvale Foods is Dana Whitfield.", [("CEO", "name"), ("Norvale Foods", "name"), ("Dana Whitfield", "name")]),
         ("The President of France is Emmanuel Macron.", [("President of France", "name"), ("Emmanuel Macron", "name")]),
+        # items numbered in parentheses from (1) on: their numbers state nothing; a lone one may
+        ("(1) Common Distributed Application Protocol (2) Chronic Disease Assistance Programme.",
+         [("Common Distributed Application Protocol", "name"), ("Chronic Disease Assistance Programme", "name")]),
+        ("Haaland (23) scored.", [("Haaland", "word"), ("23", "number"), ("scored", "word")]),
         # the rupee's abbreviation is a currency sign, and "Rs." ends no sentence
         ("It costs Rs. 1,200 here.", [("costs", "word"), ("Rs. 1,200", "number")]),
         ("It costs Rs 79,900.", [("costs", "word"), ("Rs 79,900", "number")]),

@@ -317,7 +317,7 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     patterns = (CITATION_MARKER, MARKUP) if skip_markup else (CITATION_MARKER,)
     markers = [m.span() for pattern in patterns for m in pattern.finditer(view)]
     if skip_markup:
-        markers += _refusals(view, sentences)
+        markers += _refusals(view, sentences) + _enumeration(view)
     if markers:
         # A generator's own citation marker ("[1]", "(source 2)") points at a source, and
         # markup (a heading, a table's header, an HTML tag) labels the answer: neither
@@ -329,6 +329,19 @@ def find_keywords(text: str, *, skip_markup: bool = True) -> list[Keyword]:
     if view is not text:  # each unit's text as the caller wrote it
         units = [Keyword(k.start, k.end, text[k.start:k.end], k.kind) for k in units]
     return units
+
+
+# An item number in parentheses, "(1) ... (2) ... (3) ...": an answer that numbers its items
+# so states no fact by the numbers (as a numbered list's "1." does not).
+_ENUMERATOR = re.compile(r"(?<![\w)])\((\d{1,2})\)(?=\s)")
+
+
+def _enumeration(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s item numbers in parentheses, when it numbers items so from
+    (1) and (2) on; none otherwise (a lone "(15)" may be an age or a count)."""
+    found = [(m.span(), m.group(1)) for m in _ENUMERATOR.finditer(text)]
+    numbers = {n for _, n in found}
+    return [span for span, _ in found] if {"1", "2"} <= numbers else []
 
 
 # A citation marker a generator writes after a claim: "[1]", "[1, 3]", "[2-4]", "[^1]",
