@@ -345,8 +345,8 @@ def _enumeration(text: str) -> list[tuple[int, int]]:
 
 
 # A citation marker a generator writes after a claim: "[1]", "[1, 3]", "[2-4]", "[^1]",
-# "[source 1]", "(Source 2)", "(doc 3; doc 4)", "【1†source】". A bare "(1)" is left alone: it
-# also numbers the items of a list.
+# "[source 1]", "(Source 2)", "(doc 3; doc 4)", "【1†source】". A bare "(1)" is not one: it
+# also numbers the items of a list (markup then, from (1) and (2) on: `_enumeration`).
 _MARKER_NUMBERS = r"\d{1,3}(?:\s*(?:[,;\u2013-]|and)\s*\d{1,3})*"
 _MARKER_LABEL = r"(?:sources?|docs?|documents?|refs?|references?|citations?|passages?|chunks?)\s*#?\s*"
 CITATION_MARKER = re.compile(
@@ -679,9 +679,12 @@ def _titles_apart(units: list[Keyword]) -> list[Keyword]:
         if m is None:
             out.append(k)
             continue
-        a, b = k.start + m.start(3), k.start + m.end(1)
-        out += [Keyword(k.start, b, m.group(1), "name"), Keyword(b + m.group(2).index("of"), b + m.group(2).index("of") + 2, "of", "stopword"),
-                Keyword(a, k.end, m.group(3), "name")]
+        title_end, of = k.start + m.end(1), k.start + m.end(1) + m.group(2).index("of")
+        out += [
+            Keyword(k.start, title_end, m.group(1), "name"),
+            Keyword(of, of + 2, "of", "stopword"),
+            Keyword(k.start + m.start(3), k.end, m.group(3), "name"),
+        ]
     return out
 
 
@@ -690,7 +693,9 @@ def _titles_apart(units: list[Keyword]) -> list[Keyword]:
 # reads the "m" by the plural after it).
 _WORD_NUMBER_UNIT = re.compile(rf"\s+(?:per\s+cent|{_UNIT_WORD})(?![\w°/-])")
 _GLUED_M = re.compile(r".*\dm")
-_COUNTED = re.compile(r"\s+(?!(?:hurdles|heats|relays|lengths|laps|intervals)(?!\w))[a-z]{2,}s(?![\w'’-])")
+# The plural a glued "m" counts ("1.5m visitors", "10m tonnes"; not "400m hurdles"), read by
+# the match rule too (`_values._scaled`).
+COUNTED_AFTER = re.compile(r"\s+(?!(?:hurdles|heats|relays|lengths|laps|intervals)(?!\w))[a-z]{2,}s(?![\w'’-])")
 
 
 def _with_units_after(text: str, stop: int, units: list[Keyword]) -> list[Keyword]:
@@ -705,7 +710,7 @@ def _with_units_after(text: str, stop: int, units: list[Keyword]) -> list[Keywor
         if k.kind == "number" and k.text[:1].isalpha() and k.text[-1:].isalpha():
             after = _WORD_NUMBER_UNIT.match(text, k.end, stop)
         elif k.kind == "number" and _GLUED_M.fullmatch(k.text):
-            after = _COUNTED.match(text, k.end, stop)
+            after = COUNTED_AFTER.match(text, k.end, stop)
         if after is None:
             out.append(k)
             i += 1

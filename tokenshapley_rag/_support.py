@@ -651,7 +651,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             measured = [m for m in f.measures if m[0] == k.measure[0]]
             if any(same_measure(k.measure, m) or rounds_measure(k.measure, m) for m in measured):
                 return True
-            if k.change and derived_change(k.measure, sorted(f.measures)):
+            if k.change and derived_change(k.measure, tuple(f.measures)):  # any pair: order-free
                 return True  # "rose by $400 million" in "$4.2 billion, up from $3.8 billion"
             if exact and measured and not any(same_unit_and_value(k.measure, m) for m in measured):
                 return False
@@ -1729,8 +1729,9 @@ def _in_anothers_worded_clause(
     """The first of ``holders`` when every one of them states the keyword's value only in
     clauses (:attr:`SentenceFacts.worded`) that share a word with a clause stating another
     value of its kind and have own words (those no such clause has), the claim ``answer``
-    saying none of them, while such another clause has own words the claim says; else -1. A numbered name's other value is the same name with
-    another number ("Article 20" for "Article 17").
+    saying none of them, while such another clause has own words the claim says; else -1.
+    A numbered name's other value is the same name with another number ("Article 20" for
+    "Article 17").
 
     >>> facts = [sentence_facts("The right to erasure is in Article 17, and the right to data portability is in Article 20.")]
     >>> k = keyword_facts("Article 17", "name")

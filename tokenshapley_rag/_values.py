@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from tokenshapley_rag._segment import (
+    COUNTED_AFTER,
     EXPONENT,
     is_ordinal,
     is_rank_superlative,
@@ -266,7 +267,6 @@ _SCALE_AFTER = re.compile(
 # plural ("1.5m visitors", "10m tonnes"): "12.5m" alone is metres, and so is "100m sprint"
 # or "400m hurdles".
 _SCALE_GLUED = re.compile(r"([kKMB])(?!\w)|(m)(?!\w)")
-_COUNTED_AFTER = re.compile(r"\s+(?!(?:hurdles|heats|relays|lengths|laps|intervals)(?!\w))[a-z]{2,}s(?![\w'’-])")
 _CURRENCY_BEFORE = re.compile(rf"(?:[$€£¥₹]|\b(?:{'|'.join(CURRENCY_CODES)})|{CURRENCY_ABBREVIATION})\s?-?$")
 PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -279,7 +279,7 @@ def _scaled(text: str, start: int, end: int, value: str) -> str:
     m = _SCALE_AFTER.match(text, end)
     scale = m.group(1).lower() if m is not None else None
     if scale is None and (g := _SCALE_GLUED.match(text, end)) is not None:
-        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 5), start) or _COUNTED_AFTER.match(text, g.end()):
+        if g.group(1) or _CURRENCY_BEFORE.search(text, max(0, start - 5), start) or COUNTED_AFTER.match(text, g.end()):
             scale = (g.group(1) or g.group(2)).lower()
     if scale is None:
         return value
