@@ -644,7 +644,10 @@ def keyword_statuses(
                 r for r in values
                 if (asked_names and statuses[r] == "contradicted") or (
                     asked_value[r] and not (held[r] & of_subject).any()
-                    and any(states_other_value(kfacts[r], facts[j], claim_facts[kw_claim[r]]) for j in np.flatnonzero(held[s]).tolist())
+                    and any(
+                        states_other_value(kfacts[r], facts[j], claim_facts[kw_claim[r]])
+                        for j in np.flatnonzero(held[s]).tolist()
+                    )
                 )
             ]
             if not wrong:

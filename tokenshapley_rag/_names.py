@@ -15,17 +15,17 @@ __all__ = [
     "DOTTED_INITIALS",
     "JOINERS",
     "aliases",
-    "word_aliases",
     "fold",
     "initials",
     "initials_agree",
-    "is_numeral",
     "is_acronym",
     "is_dotted_acronym",
+    "is_numeral",
     "name_words",
     "period_words",
     "renumbered",
     "spelled_acronyms",
+    "word_aliases",
 ]
 
 _WORD = re.compile(r"\w+")

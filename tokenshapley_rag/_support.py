@@ -1733,11 +1733,12 @@ def _in_anothers_worded_clause(
     A numbered name's other value is the same name with another number ("Article 20" for
     "Article 17").
 
-    >>> facts = [sentence_facts("The right to erasure is in Article 17, and the right to data portability is in Article 20.")]
-    >>> k = keyword_facts("Article 17", "name")
-    >>> _in_anothers_worded_clause(k, np.array([True]), facts, sentence_facts("The right to data portability is in Article 17."))
+    >>> facts = [sentence_facts("The right to erasure is in Article 17, and the right to data portability is in "
+    ...                         "Article 20.")]
+    >>> k, held = keyword_facts("Article 17", "name"), np.array([True])
+    >>> _in_anothers_worded_clause(k, held, facts, sentence_facts("The right to data portability is in Article 17."))
     0
-    >>> _in_anothers_worded_clause(k, np.array([True]), facts, sentence_facts("The right to erasure is in Article 17."))
+    >>> _in_anothers_worded_clause(k, held, facts, sentence_facts("The right to erasure is in Article 17."))
     -1
     """
     base = tuple(w for w in k.words if not w.isdigit())

@@ -12,10 +12,9 @@ import re
 from collections.abc import Iterable
 
 __all__ = [
-    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_ABBREVIATION", "CURRENCY_CODES", "CURRENCY_OF", "DURATION", "LENGTH", "MASS", "PERCENT",
-    "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME", "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS",
-    "PERIOD_GROUPING_WORDS",
-    "names_alternation", "unit_names_pattern",
+    "AREA", "CASED_UNIT_SIZES", "CURRENCIES", "CURRENCY_ABBREVIATION", "CURRENCY_CODES", "CURRENCY_OF", "DURATION",
+    "LENGTH", "MASS", "PERCENT", "PERIOD_GROUPING_WORDS", "SPEED", "TEMPERATURE", "UNIT_SIZES", "VOLUME",
+    "FOREIGN_THOUSANDS", "FOREIGN_MILLIONS", "FOREIGN_MILLIARDS", "names_alternation", "unit_names_pattern",
 ]
 
 # Scale words of sources written in German, French, Spanish, Italian and Portuguese (folded
