@@ -123,6 +123,28 @@ def attribute_once(ts):
     return run
 
 
+COMPETING_FACTS = Path(__file__).resolve().parent / "data" / "competing_facts"
+
+
+@pytest.fixture(scope="session")
+def competing_facts_corpus() -> tuple[list[str], list[int], list[tuple[str, str]]]:
+    """The competing-facts pages' sentences (``tests/data/competing_facts``), the page of
+    each (a document, numbered from 0 in file-name order), and their keywords, each also
+    retyped as a name, a number and a date so that every branch of the match rule is met
+    (sorted, once each): real sentences for checking a shortcut against the plain rule."""
+    from tokenshapley_rag._segment import find_keywords, split_sentences
+
+    sentences, documents, keywords = [], [], []
+    for d, page in enumerate(sorted(COMPETING_FACTS.glob("*.txt"))):
+        text = page.read_text(encoding="utf-8")
+        for a, b in split_sentences(text):
+            sentences.append(text[a:b])
+            documents.append(d)
+            keywords += [(k.text, k.kind) for k in find_keywords(text[a:b])]
+    keywords += [(t, kind) for t, _ in list(keywords) for kind in ("name", "number", "date")]
+    return sentences, documents, sorted(set(keywords))
+
+
 @pytest.fixture(scope="session")
 def keyword_status_of(attribute_once):
     """Attribute ``answer`` over ``sources`` (once per session), check one keyword's status

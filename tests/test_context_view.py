@@ -6,7 +6,6 @@ sentence, and the match rule from the joined fact keys against ``holding_masks``
 facts."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ from tokenshapley_rag._context_view import ContextView, SourceView
 from tokenshapley_rag._datastore import SentenceRecord
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._pipeline import Pipeline
-from tokenshapley_rag._segment import find_keywords, split_sentences
 from tokenshapley_rag._support import (
     FactTable,
     holding_masks,
@@ -25,25 +23,6 @@ from tokenshapley_rag._support import (
     with_implied_subjects,
 )
 from tokenshapley_rag._text_search import SentenceTexts, WordIndex, normalize_text, sentence_words
-
-DATA = Path(__file__).resolve().parent / "data"
-
-
-def _corpus() -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
-    """The competing-facts pages' sentences, each page a document, and their keywords,
-    each also retyped as a name, a number and a date."""
-    sentences, documents, keywords = [], [], []
-    for d, page in enumerate(sorted((DATA / "competing_facts").glob("*.txt"))):
-        text = page.read_text(encoding="utf-8")
-        for a, b in split_sentences(text):
-            sentences.append(text[a:b])
-            documents.append(d)
-            keywords += [(k.text, k.kind) for k in find_keywords(text[a:b])]
-    keywords += [(t, kind) for t, _ in list(keywords) for kind in ("name", "number", "date")]
-    return sentences, np.array(documents), sorted(set(keywords))
-
-
-SENTENCES, DOCUMENTS, KEYWORDS = _corpus()
 
 # Word characters of several scripts and forms (NFKC and case folding change some), and
 # the punctuation and spaces that bound words.
@@ -141,8 +120,9 @@ def _sources(sentences: list[str], documents: np.ndarray) -> list[tuple[int, lis
     return out
 
 
-def test_context_view_equals_the_whole_context_derivation():
-    sources = _sources(SENTENCES, DOCUMENTS)
+def test_context_view_equals_the_whole_context_derivation(competing_facts_corpus):
+    sentences, pages, keywords = competing_facts_corpus
+    sources = _sources(sentences, np.array(pages))
     texts = [t for _, block in sources for t in block]
     of_source = [si for si, block in sources for _ in block]
     positions = [p for _, block in sources for p in range(len(block))]
@@ -166,7 +146,7 @@ def test_context_view_equals_the_whole_context_derivation():
     assert context.texts.text == whole.text and context.texts.starts.tolist() == whole.starts.tolist()
     # The match rule from the joined keys: the same table, the same masks.
     documents = np.array(of_source)
-    kfacts = [keyword_facts(t, kind) for t, kind in KEYWORDS]
+    kfacts = [keyword_facts(t, kind) for t, kind in keywords]
     np.testing.assert_array_equal(
         holding_masks(kfacts, implied, documents, context.fact_keys), holding_masks(kfacts, implied, documents)
     )

@@ -11,7 +11,6 @@ import pytest
 
 from tokenshapley_rag import _support
 from tokenshapley_rag._memo import LRUMemo
-from tokenshapley_rag._segment import find_keywords, split_sentences
 from tokenshapley_rag._support import (
     FactTable,
     fact_keys,
@@ -27,47 +26,39 @@ from tokenshapley_rag._text_search import SentenceTexts, normalize_text
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def _corpus() -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
-    """Real sentences (the keyword table's and the competing-facts pages'), each page or
-    table row a document, and their keywords, each also retyped as a name, a number and a
-    date, so that every branch of the match rule is met."""
-    sentences, documents, keywords = [], [], []
+@pytest.fixture(scope="module")
+def corpus(competing_facts_corpus) -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
+    """Real sentences (the keyword table's, then the competing-facts pages'), each table row
+    or page a document, and their keywords, each also retyped as a name, a number and a date,
+    so that every branch of the match rule is met."""
     rows = [json.loads(line) for line in (DATA / "keyword_table.jsonl").read_text(encoding="utf-8").splitlines()]
-    for d, row in enumerate(rows):
-        sentences.append(row["sentence"])
-        documents.append(d)
-        keywords += [tuple(k) for k in row["keywords"]]
-    for d, page in enumerate(sorted((DATA / "competing_facts").glob("*.txt")), start=len(rows)):
-        text = page.read_text(encoding="utf-8")
-        for a, b in split_sentences(text):
-            sentences.append(text[a:b])
-            documents.append(d)
-            keywords += [(k.text, k.kind) for k in find_keywords(text[a:b])]
-    keywords += [(t, kind) for t, _ in list(keywords) for kind in ("name", "number", "date")]
+    page_sentences, pages, page_keywords = competing_facts_corpus
+    sentences = [row["sentence"] for row in rows] + page_sentences
+    documents = list(range(len(rows))) + [len(rows) + d for d in pages]
+    keywords = [tuple(k) for row in rows for k in row["keywords"]]
+    keywords += [(t, kind) for t, _ in list(keywords) for kind in ("name", "number", "date")] + page_keywords
     keywords += [("IPL", "name"), ("Indian Premier League", "name"), ("Curie", "name"), ("Marie Curie", "name")]
     sentences += ["The IPL began in 2008.", "Marie Curie was born in Warsaw.", "Curie won the Nobel Prize in 1903."]
     documents += [documents[-1] + 1, documents[-1] + 2, documents[-1] + 2]
     return sentences, np.array(documents), sorted(set(keywords))
 
 
-SENTENCES, DOCUMENTS, KEYWORDS = _corpus()
-
-
 def _plain(kfacts, facts, documents):
     return np.array([holding_mask(k, facts, documents) for k in kfacts], dtype=bool).reshape(len(kfacts), len(facts))
 
 
-def test_holding_masks_are_the_match_rule_on_every_sentence():
-    facts = [sentence_facts(s) for s in SENTENCES]
-    kfacts = [keyword_facts(t, kind) for t, kind in KEYWORDS]
-    got = holding_masks(kfacts, facts, DOCUMENTS)
-    np.testing.assert_array_equal(got, _plain(kfacts, facts, DOCUMENTS))
-    assert got.shape == (len(KEYWORDS), len(SENTENCES)) and 3000 < got.sum() < got.size // 4
-    row = {kw: got[i] for i, kw in enumerate(KEYWORDS)}
-    ipl, curie = len(SENTENCES) - 3, len(SENTENCES) - 1
+def test_holding_masks_are_the_match_rule_on_every_sentence(corpus):
+    sentences, documents, keywords = corpus
+    facts = [sentence_facts(s) for s in sentences]
+    kfacts = [keyword_facts(t, kind) for t, kind in keywords]
+    got = holding_masks(kfacts, facts, documents)
+    np.testing.assert_array_equal(got, _plain(kfacts, facts, documents))
+    assert got.shape == (len(keywords), len(sentences)) and 3000 < got.sum() < got.size // 4
+    row = {kw: got[i] for i, kw in enumerate(keywords)}
+    ipl, curie = len(sentences) - 3, len(sentences) - 1
     assert row[("Indian Premier League", "name")][ipl] and row[("IPL", "name")][ipl]  # acronym <-> its words
     assert row[("Marie Curie", "name")][curie]  # the last word, where the document names her in full
-    assert holding_masks([], facts, DOCUMENTS).shape == (0, len(SENTENCES))
+    assert holding_masks([], facts, documents).shape == (0, len(sentences))
     assert holding_masks(kfacts[:2], [], np.zeros(0, int)).shape == (2, 0)
 
 
@@ -79,11 +70,12 @@ def test_holding_masks_are_the_match_rule_on_every_sentence():
     ],
     ids=["one key", "one bucket"],
 )
-def test_keys_only_narrow_the_sentences_down(monkeypatch, key):
+def test_keys_only_narrow_the_sentences_down(monkeypatch, key, corpus):
+    sentences, documents, keywords = corpus
     monkeypatch.setattr(_support, "_key", key)
-    facts = [sentence_facts(s) for s in SENTENCES[:40]]
-    kfacts = [keyword_facts(t, kind) for t, kind in KEYWORDS[::7]]
-    np.testing.assert_array_equal(holding_masks(kfacts, facts, DOCUMENTS[:40]), _plain(kfacts, facts, DOCUMENTS[:40]))
+    facts = [sentence_facts(s) for s in sentences[:40]]
+    kfacts = [keyword_facts(t, kind) for t, kind in keywords[::7]]
+    np.testing.assert_array_equal(holding_masks(kfacts, facts, documents[:40]), _plain(kfacts, facts, documents[:40]))
 
 
 def test_fact_keys_and_the_table():
@@ -168,17 +160,18 @@ def test_sentence_score_rows_equal_the_constructors_objects():
     assert sentence_score_rows([], [], [], []) == []
 
 
-def test_holding_within_some_sentences_is_holding_restricted_to_them():
-    texts = SentenceTexts.of(SENTENCES)
+def test_holding_within_some_sentences_is_holding_restricted_to_them(corpus):
+    sentences, _, keywords = corpus
+    texts = SentenceTexts.of(sentences)
     rng = np.random.default_rng(1)
-    phrases = [t for t, _ in KEYWORDS[::5]] + ["the", "1,535 miles", "Curie", "IPL", ""]
+    phrases = [t for t, _ in keywords[::5]] + ["the", "1,535 miles", "Curie", "IPL", ""]
     full = texts.holding_many(phrases)
     assert full.sum() > 100
-    within = [None if i % 3 == 0 else rng.random(len(SENTENCES)) < 0.3 for i in range(len(phrases))]
+    within = [None if i % 3 == 0 else rng.random(len(sentences)) < 0.3 for i in range(len(phrases))]
     got = texts.holding_many(phrases, within)
     for r, mask in enumerate(within):
         np.testing.assert_array_equal(got[r], full[r] if mask is None else full[r] & mask)
-    last = np.zeros(len(SENTENCES), dtype=bool)
+    last = np.zeros(len(sentences), dtype=bool)
     last[-1] = True  # the last sentence has no "\n" after it
     assert texts.holding_many(["Nobel Prize in 1903"], [last]).tolist() == [last.tolist()]
 
