@@ -470,6 +470,10 @@ def keyword_statuses(
     says = {kw_sentence[r] for r, (kw, _) in enumerate(cited) if kw.kind not in VALUE_KINDS}
     bare = [r for r in range(n_kw) if kw_sentence[r] not in says] if question_predicate is not None else []
     bare_set = set(bare)
+    # What the question asks about (its names, then its numbers and dates: asked_facts), and
+    # the sentences holding each, found once and only when a rule below needs them.
+    asked = asked_facts(query, facts) if query.strip() else []
+    asked_holding = functools.cache(lambda: holding_masks(asked, facts, sentence_document))
     question_anchor = None
     if bare:
         question, question_weight = question_predicate()
@@ -484,11 +488,8 @@ def keyword_statuses(
         # the most of them, and of the numbers and dates it names, are its anchor ("Where was
         # Marie Curie born?" "Vienna.": Vienna is Lise Meitner's birthplace; "Which city is
         # the second-largest in France?" "Lyon": Marseille's page holds France and the rank).
-        asked = asked_facts(query, facts)
         if asked:
-            question_anchor = documents_holding_most(
-                documents_holding(holding_masks(asked, facts, sentence_document), sentence_document, n_documents)
-            )
+            question_anchor = documents_holding_most(documents_holding(asked_holding(), sentence_document, n_documents))
     held_anywhere = held_by_document.any(axis=1).tolist()
     asked_facts_of_query = [sentence_facts(query)] if query.strip() else []
     asked_value = [
@@ -630,11 +631,9 @@ def keyword_statuses(
     # "Which gene is on chromosome 13?" "BRCA1 is located on chromosome 13."). The values are
     # supported there; the subject is contradicted by that sentence.
     if query.strip():
-        # what the question asks about: its names, with its numbers and dates ("Who won the
+        # what the question asks about is its names with its numbers and dates ("Who won the
         # 1921 Nobel Prize in Physics?": Bohr's 1922 prize is not it)
-        asked = asked_facts(query, facts)
         asked_names = [a for a in asked if a.kind == "name"]
-        asked_held = None  # found once, for the first claim that needs it (most need none)
         for c, s in subject.items():
             values = [r for r in claim_members[c] if r != s and cited[r][0].kind in VALUE_KINDS]
             if statuses[s] != "supported" or topic.get(c, False) or not values or any(denied_kw[r] for r in [s, *values]):
@@ -652,12 +651,9 @@ def keyword_statuses(
             ]
             if not wrong:
                 continue
-            if asked_held is None:
-                asked_held = (
-                    np.logical_and.reduce(holding_masks(asked, facts, sentence_document)) if asked
-                    else np.ones(n_sent, dtype=bool)
-                )
-            stating = asked_held & ~held[s] & np.logical_and.reduce(held[values] & ~denying[values])
+            stating = ~held[s] & np.logical_and.reduce(held[values] & ~denying[values])
+            if asked:  # any sentence, when the question names nothing
+                stating &= np.logical_and.reduce(asked_holding())
             if stating.any():
                 j = int(np.flatnonzero(stating)[np.argmax(predicate[s][stating])])
                 statuses[s], rivals[s], allowed[s] = "contradicted", j, False
