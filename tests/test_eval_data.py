@@ -85,6 +85,9 @@ def test_fixtures_are_verbatim_lines_of_the_shared_files(shared_data):
         real = set((shared_data / name / "dev.jsonl").read_text(encoding="utf-8").splitlines())
         mine = (FIXTURES / name / "dev.jsonl").read_text(encoding="utf-8").splitlines()
         assert 2 <= len(mine) <= 4 and all(line in real for line in mine), name
+    # ... and the bare answer's example (tests/test_question_documents.py)
+    real = set((shared_data / "nq" / "dev.jsonl").read_text(encoding="utf-8").splitlines())
+    assert (FIXTURES / "nq" / "bare_answer.jsonl").read_text(encoding="utf-8").splitlines()[0] in real
 
 
 def test_fixtures_load_with_every_set_present():

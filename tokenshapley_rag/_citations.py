@@ -20,6 +20,7 @@ from tokenshapley_rag._encoder import TokenizedText
 from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._names import fold, is_numeral
 from tokenshapley_rag._negation import negation_heads, negation_scopes
+from tokenshapley_rag._question_documents import documents_stating
 from tokenshapley_rag._result import AttributionResult, TokenScores
 from tokenshapley_rag._segment import SECTION_HEADING, Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
@@ -93,13 +94,16 @@ def assemble_citations(
     normalized: Sequence[str] | None = None,
     question_predicate: Callable[[], tuple[np.ndarray, float]] | None = None,
     context: ContextView | None = None,
+    question_similarity: Callable[[], np.ndarray] | None = None,
 ) -> AttributionResult:
     """The :class:`AttributionResult` of ``response`` (its ``answer_tokens`` and their token game
     ``values`` over ``store``, the datastore of ``sources``): each keyword's status and
     cited sources, each answer sentence's verdict, and the scores summed per sentence and
     source. ``facts``: :func:`sentence_facts` of each datastore sentence; ``normalized``,
     optionally, their :func:`normalize_text` (else computed here); ``question_predicate``,
-    the question's game over ``store`` when a claim needs it (:func:`keyword_statuses`);
+    the question's game over ``store`` when a claim needs it (:func:`keyword_statuses`), and
+    ``question_similarity``, optionally, the cosine of the question with each of its
+    sentences under a sentence embedder (likewise);
     ``context``, optionally, what is read of ``store``'s sentences, kept per source
     (:class:`ContextView`: its facts are then ``facts`` with implied subjects, and
     ``normalized`` is not read).
@@ -213,7 +217,7 @@ def assemble_citations(
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
-            keywords=keywords, sentence_topic=sentence_topic,
+            keywords=keywords, sentence_topic=sentence_topic, question_similarity=question_similarity,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -340,6 +344,7 @@ def keyword_statuses(
     *,
     keywords: Sequence[Keyword],
     sentence_topic: Sequence[str] = (),
+    question_similarity: Callable[[], np.ndarray] | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -356,7 +361,11 @@ def keyword_statuses(
     :func:`_denial_status`. ``question_predicate``: called once, when some answer sentence says nothing but numbers,
     dates and names (a bare answer, "Wilhelm Conrad Röntgen"), it gives the question's game
     (each sentence's value summed over the question's tokens) and its total weight: the
-    question is that sentence's predicate. ``keywords``: every unit of ``response``
+    question is that sentence's predicate. ``question_similarity``: called at most once,
+    when such a sentence answers a question that names nothing a source holds, it gives the
+    cosine of the question with each sentence under a sentence embedder; the documents that
+    state the question (:func:`documents_stating`) are then that sentence's anchor, as the
+    documents holding what a question names are. ``keywords``: every unit of ``response``
     (:func:`find_keywords`, stopwords included), for what stands beside each value
     (:func:`value_neighbours`)."""
     n_kw, n_sent = held.shape
@@ -490,6 +499,12 @@ def keyword_statuses(
         # the second-largest in France?" "Lyon": Marseille's page holds France and the rank).
         if asked:
             question_anchor = documents_holding_most(documents_holding(asked_holding(), sentence_document, n_documents))
+        if question_anchor is None and question_similarity is not None:
+            # A question that names nothing a source holds ("who got the first nobel prize in
+            # physics") is still about something: with a sentence embedder, the documents that
+            # state it are the anchor, and a name only an unrelated passage holds ("America's
+            # Got Talent", from a page on the show) is judged as one no source of it holds.
+            question_anchor = documents_stating(question_similarity(), sentence_document, n_documents)
     held_anywhere = held_by_document.any(axis=1).tolist()
     asked_facts_of_query = [sentence_facts(query)] if query.strip() else []
     asked_value = [

@@ -3,7 +3,7 @@ argument parsing read them before any model is needed)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER", "DEVICE_SEARCH_ABOVE"]
+__all__ = ["DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER", "DEVICE_SEARCH_ABOVE", "QUESTION_EMBEDDERS"]
 
 # The hidden layer whose states are the datastore's keys and queries (docs/method.md §7).
 DEFAULT_LAYER = 8
@@ -19,3 +19,7 @@ DEFAULT_APPROXIMATE_ABOVE: int | None = None
 # runs there too (measured on an H200 against its host's 16 cores: docs/reports/performance.md,
 # "The GPU path").
 DEVICE_SEARCH_ABOVE = 2_048
+
+# The sentence embedders that TokenShapley's ``question_embedder`` may name: the bundled
+# all-MiniLM-L6-v2 (the ``embeddings`` extra; docs/method.md §8, "Bare answers").
+QUESTION_EMBEDDERS = ("all-MiniLM-L6-v2",)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
-__all__ = ["Interval", "Options", "Boolean", "NONE", "validate_params"]
+__all__ = ["Interval", "Options", "Boolean", "CallableObject", "NONE", "validate_params"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,19 @@ class Boolean:
 
     def describe(self) -> str:
         return "a bool"
+
+
+@dataclass(frozen=True)
+class CallableObject:
+    """A function or an object with ``__call__`` (not a class: pass an instance)."""
+
+    def takes_type(self, value: Any) -> bool:
+        return callable(value) and not isinstance(value, type)
+
+    accepts = takes_type
+
+    def describe(self) -> str:
+        return "a callable"
 
 
 @dataclass(frozen=True)

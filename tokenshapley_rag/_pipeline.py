@@ -18,6 +18,7 @@ from tokenshapley_rag._indexing import DatastoreBuilder
 from tokenshapley_rag._kernels import ordered_product
 from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._quantiser import load_quantiser
+from tokenshapley_rag._question_documents import SentenceEmbedder, question_similarity
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._timing import record_steps, step
 from tokenshapley_rag._support import SentenceFacts, sentence_facts
@@ -65,8 +66,10 @@ class Pipeline:
         support_threshold: float | None,
         max_sentence_tokens: int,
         approximate_above: int | None = None,
+        question_embedder: SentenceEmbedder | None = None,
     ) -> None:
         self.encoder = encoder
+        self.question_embedder = question_embedder
         self.k, self.m, self.gamma, self.match, self.candidates = k, m, gamma, match, candidates
         self.context_weight, self.context_scale, self.verbatim = context_weight, context_scale, verbatim
         self.support_threshold = support_threshold
@@ -120,7 +123,17 @@ class Pipeline:
                 support_threshold=self.support_threshold, config=config,
                 normalized=None if known is None else [t for _, t in known],
                 question_predicate=question_game or self.question_game_for(store, query), context=context,
+                question_similarity=self.question_similarity_for(store, query),
             )
+
+    def question_similarity_for(self, store: Datastore, query: str) -> Callable[[], np.ndarray] | None:
+        """With a ``question_embedder``, the cosine between ``query`` and each sentence of
+        ``store`` (:func:`question_similarity`), computed on the first call and remembered
+        (only a bare answer to a question that names nothing needs it); else None."""
+        if self.question_embedder is None or not query.strip():
+            return None
+        embedder = self.question_embedder
+        return functools.cache(lambda: question_similarity(embedder, query, [r.text for r in store.sentences]))
 
     def question_game_for(
         self, store: Datastore, query: str,

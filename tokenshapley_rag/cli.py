@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenshapley_rag._cli_options import add_limit_options, limit_options, positive_seconds
-from tokenshapley_rag._defaults import DEFAULT_LAYER
+from tokenshapley_rag._defaults import DEFAULT_LAYER, QUESTION_EMBEDDERS
 from tokenshapley_rag.errors import InvalidInputError, TokenShapleyError
 
 __all__ = ["main"]
@@ -42,7 +42,8 @@ def _engine(args: argparse.Namespace) -> Any:
     t0 = time.perf_counter()
     ts = TokenShapley(
         model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir,
-        device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False), **limit_options(args),
+        device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False),
+        question_embedder=getattr(args, "question_embedder", None), **limit_options(args),
     )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
@@ -270,7 +271,7 @@ def serve_options(args: argparse.Namespace) -> list[str]:
 #: The engine options and their defaults (``--server`` refuses any other value of them).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "model": None, "layer": DEFAULT_LAYER, "k": 1, "m": 10, "dtype": "float32", "cache_dir": None, "device": "cpu",
-    "no_disk_cache": False,
+    "no_disk_cache": False, "question_embedder": None,
 }
 
 
@@ -307,6 +308,11 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-disk-cache", action="store_true",
         help="keep the sources' sentence keys in memory only (nothing about the sources is written to disk)",
+    )
+    p.add_argument(
+        "--question-embedder", choices=list(QUESTION_EMBEDDERS), default=d["question_embedder"],
+        help="judge a bare answer to a question that names nothing against the documents that state the question, "
+        "found by this sentence embedder (the embeddings extra; default: off)",
     )
 
 

@@ -239,7 +239,7 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
             key: getattr(args, key)
             for key in (
                 "model", "layer", "k", "m", "dtype", "candidates", "match", "context_weight", "context_scale", "verbatim",
-                "cache_dir", "device",
+                "cache_dir", "device", "question_embedder",
             )
             if getattr(args, key, None) is not None
         }

