@@ -25,6 +25,7 @@ __all__ = [
     "period_words",
     "renumbered",
     "spelled_acronyms",
+    "stem_aliases",
     "word_aliases",
 ]
 
@@ -128,6 +129,24 @@ _WORD_ALIASES = {
     "coo": (("chief", "operating"),),
     "cto": (("chief", "technology"),),
 }
+
+
+# What a count is counted in, by light stem: a city's population is stated as its inhabitants
+# or residents ("The population of Lyon is 870,321." over "Lyon has 522,250 inhabitants."),
+# so "population" is a copied word there, and that sentence states the claim.
+_STEM_ALIASES = {
+    "population": ("inhabitant", "resident"),
+}
+
+
+def stem_aliases(stem: str) -> tuple[str, ...]:
+    """The light stems a word's stem may be written as instead, by a short table of what a
+    count is counted in ("population": "inhabitant", "resident"); none for most stems.
+
+    >>> stem_aliases("population"), stem_aliases("river")
+    (('inhabitant', 'resident'), ())
+    """
+    return _STEM_ALIASES.get(stem, ())
 
 
 def word_aliases(word: str) -> tuple[tuple[str, ...], ...]:

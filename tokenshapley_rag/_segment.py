@@ -1044,6 +1044,8 @@ def word_number_spans(text: str) -> list[tuple[int, int, str]]:
     ['250', '1000', '3400']
     >>> [v for _, _, v in word_number_spans("two million, half a million, a dozen, two dozen")]
     ['2000000', '500000', '12', '24']
+    >>> [v for _, _, v in word_number_spans("one and a half million, a million and a half, two and a half billion")]
+    ['1500000', '1500000', '2500000000']
     """
     out = [(m.start(), m.end(), str(_compound_value(m.group()))) for m in _compound_numbers(text, 0, len(text))]
     taken = [(a, b) for a, b, _ in out]
@@ -1062,8 +1064,8 @@ _BELOW_100 = (
 )
 _SCALE_WORDS = ("hundred", "thousand", "million", "billion", "trillion", "dozen")
 _COMPOUND_NUMBER = re.compile(
-    rf"\b(?:half\s+a|a|{_BELOW_100})\s+(?:{'|'.join(_SCALE_WORDS)})(?:\s+(?:and\s+)?{_BELOW_100}(?:\s+hundred)?"
-    rf"(?:\s+(?:and\s+)?{_BELOW_100})?)?(?![\w-])",
+    rf"\b(?:half\s+a|(?:a|{_BELOW_100})(?:\s+and\s+a\s+half)?)\s+(?:{'|'.join(_SCALE_WORDS)})"
+    rf"(?:\s+and\s+a\s+half|\s+(?:and\s+)?{_BELOW_100}(?:\s+hundred)?(?:\s+(?:and\s+)?{_BELOW_100})?)?(?![\w-])",
     re.IGNORECASE,
 )
 _SCALE_POWERS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000, "trillion": 1_000_000_000_000}
@@ -1081,20 +1083,27 @@ def _compound_numbers(text: str, begin: int, end: int) -> list[re.Match[str]]:
 
 def _compound_value(phrase: str) -> int:
     """The value of a :data:`_COMPOUND_NUMBER` match: "two hundred and fifty" is 250, "half a
-    million" 500000, "two dozen" 24."""
-    total, current = 0, 0.0
+    million" 500000, "one and a half million" and "a million and a half" 1500000, "two dozen" 24."""
+    total, current, scale = 0, 0.0, 0
     words = phrase.casefold().split()
     for i, word in enumerate(words):
-        if word == "and" or (word == "a" and i > 0 and words[i - 1] == "half"):
+        after_and = i > 0 and words[i - 1] == "and"
+        if word == "and" or (word == "a" and ((i > 0 and words[i - 1] == "half") or (after_and and words[i + 1 : i + 2] == ["half"]))):
             continue
-        if word == "half":
+        if word == "half" and i > 1 and words[i - 2] == "and":  # "... and a half"
+            if current:
+                current += 0.5  # "one and a half million"
+            else:
+                total += scale // 2  # "a million and a half"
+        elif word == "half":
             current = 0.5
         elif word == "hundred":
             current = (current or 1) * 100
         elif word == "dozen":
             current = (current or 1) * 12
         elif word in _SCALE_POWERS:
-            total, current = total + int((current or 1) * _SCALE_POWERS[word]), 0.0
+            scale = _SCALE_POWERS[word]
+            total, current = total + int((current or 1) * scale), 0.0
         else:
             parts = word.split("-")
             current += 1 if parts[0] in ("a", "one") else _CARDINAL_WORDS[parts[0]] + (_ONES[parts[1]] if len(parts) > 1 else 0)

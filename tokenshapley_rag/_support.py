@@ -70,6 +70,7 @@ from tokenshapley_rag._names import (
     period_words,
     renumbered,
     spelled_acronyms,
+    stem_aliases,
     word_aliases,
 )
 from tokenshapley_rag._values import (
@@ -634,7 +635,7 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
         return any(_holds(reading, f) for reading in k.readings)
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
-            return bool(k.stems) and k.stems <= f.stems
+            return _stems_held(k.stems, f)
         if k.years is not None:  # a decade or a century: the same one, or a date within it
             return k.numbers <= f.dates or any(is_year(v) and k.years[0] <= int(v) <= k.years[1] for v in f.dates)
         if k.pair is not None and k.pair not in f.pairs and k.pair[::-1] in f.pairs:
@@ -693,7 +694,13 @@ def _holds(k: KeywordFacts, f: SentenceFacts) -> bool:
             return True
         # An expansion is held by its acronym ("Indian Premier League", "IPL").
         return len(k.words) > 1 and initials(" ".join(k.words)) in f.acronyms
-    return bool(k.stems) and k.stems <= f.stems
+    return _stems_held(k.stems, f)
+
+
+def _stems_held(stems: frozenset[str], f: SentenceFacts) -> bool:
+    """A word's light stems, each held as written or as what it counts ("population" by
+    "inhabitants": :func:`~tokenshapley_rag._names.stem_aliases`)."""
+    return bool(stems) and all(s in f.stems or any(a in f.stems for a in stem_aliases(s)) for s in stems)
 
 
 def _inside_longer_model(words: tuple[str, ...], names: Sequence[str]) -> bool:
@@ -763,7 +770,7 @@ def _requirements(k: KeywordFacts) -> list[list[tuple[int, ...]]]:
     No alternative: no sentence holds ``k``."""
     if k.readings:
         return [alternative for reading in k.readings for alternative in _requirements(reading)]
-    stems = [[(_key("s", st),) for st in sorted(k.stems)]] if k.stems else []
+    stems = [[(_key("s", st), *(_key("s", a) for a in stem_aliases(st))) for st in sorted(k.stems)]] if k.stems else []
     if k.kind in ("number", "date"):
         if not k.numbers and not k.months:
             return stems
@@ -1454,18 +1461,20 @@ def keyword_status(
             return "contradicted", np.zeros_like(held), worded
     if (
         held.any() and subject_sources is not None and k.kind in ("number", "date") and subject_held is not None
-        and subject_named and claim_held is not None and int(claim_held[held].max()) == 0
+        and subject_named and claim_held is not None
         and all(_about_another(facts[j], answer) for j in np.flatnonzero(held).tolist())
     ):
         # ... and one that only sentences about another name hold, a name the claim does not
         # name, while a sentence of the subject's pages naming the subject states another
-        # value of its kind, is that other name's, when the claim is worded so that no
-        # holder says any more of it ("The population of Lyon is 870,321." against "Lyon has
-        # 522,250 inhabitants.", when 870,321 is Marseille's). A holder that says more of
-        # the claim ("Lise Meitner died in 1968 in Cambridge." for "Marie Curie died in 1968
-        # in Cambridge.") is left to the predicate game above, which may overturn the subject.
+        # value of its kind, is that other name's, when no holder says more of the claim
+        # than that sentence ("The population of Lyon is 870,321." against "Lyon has 522,250
+        # inhabitants.", when 870,321 is Marseille's "Marseille has 870,321 inhabitants.").
+        # A holder that says more of the claim ("Lise Meitner died in 1968 in Cambridge."
+        # for "Marie Curie died in 1968 in Cambridge.", against "Marie Curie died in 1934")
+        # is left to the predicate game above, which may overturn the subject.
+        most = int(claim_held[held].max())
         for j in np.flatnonzero(pool & subject_held).tolist():
-            if states_other_value(k, facts[j], answer):
+            if claim_held[j] >= most and states_other_value(k, facts[j], answer):
                 return "contradicted", np.zeros_like(held), j
     if held.any() and subject_sources is not None and k.kind == "name" and not is_subject and (
         claim_held is not None and neighbours
