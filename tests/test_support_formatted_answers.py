@@ -223,6 +223,16 @@ ROWS = [
     ("Population?", CITIES, "The population of Lyon is 870,321.", "870,321", "contradicted", "0"),
     ("Population?", CITIES, "The population of Lyon is 522,250.", "522,250", "supported", "0"),
     ("Population?", CITIES, "Marseille has about twice the population of Lyon (522,250).", "522,250", "supported", "0"),
+    # ... also when the question names the city; a population is counted in inhabitants
+    ("What is the population of Lyon?", CITIES, "The population of Lyon is 870,321.", "870,321", "contradicted", "0"),
+    ("What is the population of Lyon?", CITIES, "The population of Lyon is 870,321.", "population", "supported", "0"),
+    ("What is the population of Lyon?", CITIES, "The population of Lyon is 522,250.", "522,250", "supported", "0"),
+    ("What is the population of Lyon?", CITIES, "Lyon has 522,250 residents.", "residents", "supported", "0"),
+    ("What is the population of Lyon?", CITIES, "Lyon has 870,321 residents.", "870,321", "contradicted", "0"),
+    # "one and a half million" is one number, 1,500,000, not the words "half" and "million"
+    ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.",
+     "one and a half million", "unsupported", None),
+    ("How many inhabitants?", CITIES, "Lyon has a million and a half inhabitants.", "a million and a half", "contradicted", "0"),
     # a change computed from two amounts one sentence states is held by it; another is not
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $400 million in 2023.", "$400 million", "supported", "0"),
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by about 10.5% to $4.2 billion in 2023.", "10.5%", "supported", "0"),

@@ -131,20 +131,19 @@ _WORD_ALIASES = {
 }
 
 
-# What a count is counted in, by light stem: a city's population is stated as its inhabitants
-# or residents ("The population of Lyon is 870,321." over "Lyon has 522,250 inhabitants."),
-# so "population" is a copied word there, and that sentence states the claim.
-_STEM_ALIASES = {
-    "population": ("inhabitant", "resident"),
-}
+# Words for one count, by light stem: a city's population is stated as its inhabitants or
+# residents ("The population of Lyon is 870,321." over "Lyon has 522,250 inhabitants."), so
+# "population" is a copied word there, and that sentence states the claim.
+_STEM_GROUPS = (("population", "inhabitant", "resident"),)
+_STEM_ALIASES = {stem: tuple(other for other in group if other != stem) for group in _STEM_GROUPS for stem in group}
 
 
 def stem_aliases(stem: str) -> tuple[str, ...]:
-    """The light stems a word's stem may be written as instead, by a short table of what a
-    count is counted in ("population": "inhabitant", "resident"); none for most stems.
+    """The light stems a word's stem may be written as instead, by a short table of words for
+    one count ("population", "inhabitant", "resident"); none for most stems.
 
-    >>> stem_aliases("population"), stem_aliases("river")
-    (('inhabitant', 'resident'), ())
+    >>> stem_aliases("population"), stem_aliases("resident"), stem_aliases("river")
+    (('inhabitant', 'resident'), ('population', 'inhabitant'), ())
     """
     return _STEM_ALIASES.get(stem, ())
 
