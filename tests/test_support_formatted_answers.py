@@ -48,6 +48,7 @@ RUPEES = ["The phone costs Rs 79,900 in India and $799 in the US."]
 MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 percent to £1.5bn."]
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
 CITIES = ["Lyon has 522,250 inhabitants.", "Marseille has 870,321 inhabitants."]
+YEARLY = ["Acme Corp revenue by year:\n- 2022: $3.8 billion\n- 2023: $4.2 billion"]
 REVENUES = ["Acme Corp reported revenue of $4.2 billion in 2023, up from $3.8 billion in 2022.",
             "Globex reported revenue of $2.1 billion in 2023."]
 NORVALE_NEWS = ["Norvale Foods said on 14 February 2023 that its 2022 revenue reached $2.9 billion. Dana Whitfield will "
@@ -229,6 +230,13 @@ ROWS = [
     ("What is the population of Lyon?", CITIES, "The population of Lyon is 522,250.", "522,250", "supported", "0"),
     ("What is the population of Lyon?", CITIES, "Lyon has 522,250 residents.", "residents", "supported", "0"),
     ("What is the population of Lyon?", CITIES, "Lyon has 870,321 residents.", "870,321", "contradicted", "0"),
+    # a list's lines date each value: another year's line contradicts the value taken from it
+    ("What was Acme's revenue in 2023?", YEARLY, "Acme's revenue was $3.8 billion in 2023.", "$3.8 billion", "contradicted", "0"),
+    ("What was Acme's revenue in 2023?", YEARLY, "Acme's revenue was $4.2 billion in 2023.", "$4.2 billion", "supported", "0"),
+    ("What was Acme's revenue in 2022?", YEARLY, "Acme's revenue was $3.8 billion in 2022.", "$3.8 billion", "supported", "0"),
+    ("What was Acme's revenue?", YEARLY, "Acme's revenue was $3.8 billion.", "$3.8 billion", "supported", "0"),
+    ("How did Acme's revenue change?", YEARLY, "Acme's revenue rose from $3.8 billion in 2022 to $4.2 billion in 2023.",
+     "$3.8 billion", "supported", "0"),
     # "one and a half million" is one number, 1,500,000, not the words "half" and "million"
     ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.",
      "one and a half million", "unsupported", None),
@@ -245,6 +253,12 @@ ROWS = [
      "1,230 km", "supported", "1"),
     ("How long is the Danube?", LENGTHS, "The Danube (2,850 km) is more than twice as long as the Rhine (1,230 km).",
      "2,850 km", "supported", "0"),
+    # ... so the Danube's length given to the Rhine is what is wrong, not the Rhine
+    ("How long is the Danube?", LENGTHS, "The Danube is more than twice as long as the Rhine (2,850 km).",
+     "2,850 km", "contradicted", "1"),
+    ("How long is the Danube?", LENGTHS, "The Danube is more than twice as long as the Rhine (2,850 km).",
+     "Rhine", "supported", "1"),
+    ("", LENGTHS, "The Danube is more than twice as long as the Rhine (2,850 km).", "2,850 km", "contradicted", "1"),
     # a title by its acronym ("CEO": "chief executive"), and apart from the company after it
     ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "CEO", "supported", "0"),
     ("Who is the CEO of Norvale Foods?", NORVALE_NEWS, "The CEO of Norvale Foods is Dana Whitfield.", "Norvale Foods", "supported", "0"),

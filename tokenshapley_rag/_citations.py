@@ -649,9 +649,17 @@ def keyword_statuses(
         # what the question asks about is its names with its numbers and dates ("Who won the
         # 1921 Nobel Prize in Physics?": Bohr's 1922 prize is not it)
         asked_names = [a for a in asked if a.kind == "name"]
+        # A sentence with a claim about what the question asks does not swap it for another
+        # subject in its other claims: "The Danube is more than twice as long as the Rhine
+        # (2,850 km)." (How long is the Danube?) compares it with the Rhine, and the Rhine's
+        # length is what is wrong.
+        on_topic_sentences = {kw_sentence[s] for c, s in subject.items() if topic.get(c, False)}
         for c, s in subject.items():
             values = [r for r in claim_members[c] if r != s and cited[r][0].kind in VALUE_KINDS]
-            if statuses[s] != "supported" or topic.get(c, False) or not values or any(denied_kw[r] for r in [s, *values]):
+            if (
+                statuses[s] != "supported" or topic.get(c, False) or not values or kw_sentence[s] in on_topic_sentences
+                or any(denied_kw[r] for r in [s, *values])
+            ):
                 continue
             of_subject = held_by_document[s][sentence_document]
             wrong = [

@@ -1558,17 +1558,25 @@ def _another_years_rival(
     k: KeywordFacts, holders: np.ndarray, pool: np.ndarray, facts: Sequence[SentenceFacts], answer: SentenceFacts,
     claim_held: np.ndarray, sentence_document: np.ndarray,
 ) -> int:
-    """When the pages holding the keyword leave out a year the answer sentence names: the
-    sentence of ``pool`` that names every such year, holds every content word of the answer
-    sentence that a holder holds ("revenue", not only "founded" for a revenue), and states
-    another number (:func:`states_other_value`), the one holding the most of the claim's
-    other keywords (``claim_held``) first; else -1.
+    """When the pages holding the keyword leave out a year the answer sentence names, or
+    every sentence holding it dates it to another year and none to a year of the answer
+    ("- 2022: $3.8 billion" for "Acme's revenue was $3.8 billion in 2023.", over a page
+    listing "- 2023: $4.2 billion" too): the sentence of ``pool`` that names every such
+    year, holds every content word of the answer sentence that a holder holds ("revenue",
+    not only "founded" for a revenue), and states another number
+    (:func:`states_other_value`), the one holding the most of the claim's other keywords
+    (``claim_held``) first; else -1.
 
     >>> facts = [sentence_facts("Revenue was $2.4 billion for fiscal 2021, up 6% from 2020."),
     ...          sentence_facts("In fiscal 2022 revenue was $2.7 billion.")]
     >>> answer = sentence_facts("Revenue in 2022 was $2.4 billion, up 6% from 2021.")
     >>> _another_years_rival(keyword_facts("$2.4 billion", "number"), np.array([True, False]),
     ...                      np.array([False, True]), facts, answer, np.array([3, 2]), np.array([0, 1]))
+    1
+    >>> facts = [sentence_facts("- 2022: $3.8 billion"), sentence_facts("- 2023: $4.2 billion")]
+    >>> answer = sentence_facts("Acme's revenue was $3.8 billion in 2023.")
+    >>> _another_years_rival(keyword_facts("$3.8 billion", "number"), np.array([True, False]),
+    ...                      np.array([False, True]), facts, answer, np.array([0, 1]), np.array([0, 0]))
     1
     """
     years = {v for v in answer.dates if is_year(v)}
@@ -1577,7 +1585,12 @@ def _another_years_rival(
     pages = np.isin(sentence_document, sentence_document[holders])
     missing = years - set().union(*(facts[j].dates for j in np.flatnonzero(pages).tolist()))
     if not missing:
-        return -1
+        # the page names the answer's years, but not with this value: each holder dates it
+        # to another year only
+        dated = [{v for v in facts[j].dates if is_year(v)} for j in np.flatnonzero(holders).tolist()]
+        if not all(d and not d & years for d in dated):
+            return -1
+        missing = years
     content = {light_stem(w) for w in answer.words if w.isalpha() and w not in _NON_KEYWORDS}
     shared = [content & facts[j].stems for j in np.flatnonzero(holders).tolist()]
     tried = np.flatnonzero(pool)
