@@ -49,6 +49,7 @@ MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 pe
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
 CITIES = ["Lyon has 522,250 inhabitants.", "Marseille has 870,321 inhabitants."]
 YEARLY = ["Acme Corp revenue by year:\n- 2022: $3.8 billion\n- 2023: $4.2 billion"]
+UTI = ["E. coli causes about 80% of urinary tract infections.", "S. saprophyticus causes about 10% of them."]
 REVENUES = ["Acme Corp reported revenue of $4.2 billion in 2023, up from $3.8 billion in 2022.",
             "Globex reported revenue of $2.1 billion in 2023."]
 NORVALE_NEWS = ["Norvale Foods said on 14 February 2023 that its 2022 revenue reached $2.9 billion. Dana Whitfield will "
@@ -230,6 +231,12 @@ ROWS = [
     ("What is the population of Lyon?", CITIES, "The population of Lyon is 522,250.", "522,250", "supported", "0"),
     ("What is the population of Lyon?", CITIES, "Lyon has 522,250 residents.", "residents", "supported", "0"),
     ("What is the population of Lyon?", CITIES, "Lyon has 870,321 residents.", "870,321", "contradicted", "0"),
+    # a species written in full is one name, held by a source abbreviating its genus
+    ("What causes most UTIs?", UTI, "Escherichia coli causes about 80% of urinary tract infections.", "Escherichia coli",
+     "supported", "0"),
+    ("What causes most UTIs?", UTI, "Most are caused by Escherichia coli.", "Escherichia coli", "supported", "0"),
+    ("What causes most UTIs?", UTI, "Staphylococcus saprophyticus causes about 80% of urinary tract infections.",
+     "Staphylococcus saprophyticus", "contradicted", "0"),
     # a list's lines date each value: another year's line contradicts the value taken from it
     ("What was Acme's revenue in 2023?", YEARLY, "Acme's revenue was $3.8 billion in 2023.", "$3.8 billion", "contradicted", "0"),
     ("What was Acme's revenue in 2023?", YEARLY, "Acme's revenue was $4.2 billion in 2023.", "$4.2 billion", "supported", "0"),

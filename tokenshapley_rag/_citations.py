@@ -110,7 +110,7 @@ def assemble_citations(
     The parameters are
     :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
-    keywords = find_keywords(response)
+    keywords = species_names(find_keywords(response), response, facts)
     token_kw = assign_tokens(answer_tokens.offsets, keywords)
     answer_spans = split_sentences(response)
     answer_sentence = assign_sentences(answer_tokens.offsets, answer_spans)
@@ -1058,6 +1058,42 @@ def source_attribution(
         keyword_start=None if at is None else rec.start + at[0],
         keyword_end=None if at is None else rec.start + at[1],
     )
+
+
+def species_names(keywords: list[Keyword], response: str, facts: Sequence[SentenceFacts]) -> list[Keyword]:
+    """``keywords`` (:func:`find_keywords` of ``response``) with a genus and the species
+    after it joined into one name when a source names that species under its abbreviated
+    genus: "Escherichia coli" over "E. coli causes ..." is one name, held there (the genus
+    by its initial), not the word "Escherichia" and the word "coli". The segmenter alone
+    cannot tell "Escherichia coli" from "Paris hosts".
+
+    >>> text = "Escherichia coli causes them."
+    >>> [k.text for k in species_names(find_keywords(text), text, [sentence_facts("E. coli causes most.")])]
+    ['Escherichia coli', 'causes', 'them']
+    >>> [k.text for k in species_names(find_keywords(text), text, [sentence_facts("Bacteria cause most.")])]
+    ['Escherichia', 'coli', 'causes', 'them']
+    """
+    pairs = [
+        i for i in range(len(keywords) - 1)
+        if keywords[i].kind in ("name", "word") and keywords[i + 1].kind == "word"
+        and keywords[i].text[:1].isupper() and keywords[i].text.isalpha()
+        and keywords[i + 1].text.isalpha() and keywords[i + 1].text.islower()
+        and response[keywords[i].end : keywords[i + 1].start] == " "
+    ]
+    if not pairs:
+        return keywords
+    abbreviated = {name for f in facts for name in f.names if len(name) > 2 and name[1] == " " and name.count(" ") == 1}
+    joined: list[int] = []
+    for i in pairs:
+        if fold(f"{keywords[i].text[0]} {keywords[i + 1].text}") in abbreviated and (not joined or joined[-1] != i - 1):
+            joined.append(i)
+    if not joined:
+        return keywords
+    out = list(keywords)
+    for i in reversed(joined):
+        a, b = keywords[i], keywords[i + 1]
+        out[i : i + 2] = [Keyword(a.start, b.end, response[a.start : b.end], "name")]
+    return out
 
 
 def assign_tokens(offsets: np.ndarray, keywords: list[Keyword]) -> np.ndarray:
