@@ -49,6 +49,7 @@ MUSEUM = ["The museum welcomed 1.5 million visitors in 2023.", "Profit rose 6 pe
 TRAIN = ["The train reaches 320 km/h.", "The line is 6 miles long."]
 CITIES = ["Lyon has 522,250 inhabitants.", "Marseille has 870,321 inhabitants."]
 YEARLY = ["Acme Corp revenue by year:\n- 2022: $3.8 billion\n- 2023: $4.2 billion"]
+YEARLY_ONE_LINE = ["Acme Corp revenue by year: 2022: $3.8 billion; 2023: $4.2 billion."]
 UTI = ["E. coli causes about 80% of urinary tract infections.", "S. saprophyticus causes about 10% of them."]
 REVENUES = ["Acme Corp reported revenue of $4.2 billion in 2023, up from $3.8 billion in 2022.",
             "Globex reported revenue of $2.1 billion in 2023."]
@@ -242,6 +243,13 @@ ROWS = [
     ("What was Acme's revenue in 2023?", YEARLY, "Acme's revenue was $4.2 billion in 2023.", "$4.2 billion", "supported", "0"),
     ("What was Acme's revenue in 2022?", YEARLY, "Acme's revenue was $3.8 billion in 2022.", "$3.8 billion", "supported", "0"),
     ("What was Acme's revenue?", YEARLY, "Acme's revenue was $3.8 billion.", "$3.8 billion", "supported", "0"),
+    # ... and so do the clauses of one line
+    ("What was Acme's revenue in 2023?", YEARLY_ONE_LINE, "Acme's revenue was $3.8 billion in 2023.", "$3.8 billion",
+     "contradicted", "0"),
+    ("What was Acme's revenue in 2023?", YEARLY_ONE_LINE, "Acme's revenue was $4.2 billion in 2023.", "$4.2 billion",
+     "supported", "0"),
+    ("How did Acme's revenue change?", YEARLY_ONE_LINE, "Acme's revenue rose from $3.8 billion in 2022 to $4.2 billion in 2023.",
+     "$3.8 billion", "supported", "0"),
     ("How did Acme's revenue change?", YEARLY, "Acme's revenue rose from $3.8 billion in 2022 to $4.2 billion in 2023.",
      "$3.8 billion", "supported", "0"),
     # "one and a half million" is one number, 1,500,000, not the words "half" and "million"

@@ -1762,6 +1762,10 @@ def _in_anothers_worded_clause(
     0
     >>> _in_anothers_worded_clause(k, held, facts, sentence_facts("The right to erasure is in Article 17."))
     -1
+    >>> facts = [sentence_facts("Revenue by year: 2022: $3.8 billion; 2023: $4.2 billion.")]
+    >>> k = keyword_facts("$3.8 billion", "number")
+    >>> _in_anothers_worded_clause(k, np.array([True]), facts, sentence_facts("Revenue was $3.8 billion in 2023."))
+    0
     """
     base = tuple(w for w in k.words if not w.isdigit())
     # the keyword's own numbers are no word of a clause; the claim says its words and numbers
@@ -1796,7 +1800,15 @@ def _in_anothers_worded_clause(
         # own (a clause that leaves its verb out, "..., and BRCA2 on chromosome 13", says
         # nothing the claim could leave out).
         own_words, other_words = frozenset().union(*own) - own_numbers, frozenset().union(*other) - own_numbers
-        if (
+        # ... or each is dated to a year of its own and the other says nothing else, as a
+        # list's items do ("2022: $3.8 billion; 2023: $4.2 billion"), and the claim names the
+        # other's year and not this one's
+        own_years = {w for w in own_words - other_words if w[:1] == "#" and is_year(w[1:])}
+        other_years = {w for w in other_words - own_words if w[:1] == "#" and is_year(w[1:])}
+        if own_years and other_years and all(w[:1] == "#" for w in other_words):
+            if own_years & said or not other_years & said:
+                return -1
+        elif (
             not own_words & other_words or not own_words - other_words
             or (own_words - other_words) & said or not (other_words - own_words) & said
         ):
