@@ -292,8 +292,8 @@ class TokenShapley:
         ``params`` are the method's parameters (``k``, ``m``, ``gamma``, ``match``,
         ``candidates``, ``context_weight``, ``context_scale``, ``verbatim``,
         ``support_threshold``, ``use_disk_cache``, ``max_sentence_tokens``,
-        ``max_source_chars``, ``max_context_chars``, ``approximate_above``), validated as
-        the constructor does.
+        ``max_source_chars``, ``max_context_chars``, ``approximate_above``,
+        ``question_embedder``), validated as the constructor does.
 
         Parameters
         ----------
