@@ -64,7 +64,8 @@ def test_question_similarity_is_the_cosine_whatever_the_rows_norms():
     ],
 )
 def test_an_embedder_that_returns_the_wrong_rows_is_named(returned, shown):
-    with pytest.raises(InvalidInputError, match=r"question_embedder must return one finite row per text: expected shape \(3, dim\)") as err:
+    expected = r"question_embedder must return one finite row per text: expected shape \(3, dim\)"
+    with pytest.raises(InvalidInputError, match=expected) as err:
         question_similarity(returned, "q", ["a", "b"])
     assert shown in str(err.value)
 
@@ -126,7 +127,7 @@ class BagOfWords:
 
 # NQ dev's first question and its ten passages (tests/data/sets/nq/bare_answer.jsonl, a
 # verbatim line): passage 6 names the laureate, passage 5 is about a talent show.
-_EXAMPLE = json.loads((Path(__file__).parent / "data" / "sets" / "nq" / "bare_answer.jsonl").read_text(encoding="utf-8"))
+_EXAMPLE = json.loads((Path(__file__).parent / "data" / "sets" / "nq" / "bare_answer.jsonl").read_text("utf-8"))
 QUESTION = _EXAMPLE["question"]
 PASSAGES = [s["text"] for s in _EXAMPLE["sources"]]
 
@@ -235,8 +236,10 @@ def test_lowercase_questions_over_pages_that_disagree(
     ts, minilm_engine, competing_facts_pages, question, answer, without, with_option
 ):
     for judge, expected in ((ts, without), (minilm_engine, with_option)):
-        statuses = {c.status for c in judge.attribute(query=question, sources=competing_facts_pages, response=answer).citations}
-        assert ("flagged" if statuses - {"supported"} else "supported") == expected, (judge.config["question_embedder"], statuses)
+        result = judge.attribute(query=question, sources=competing_facts_pages, response=answer)
+        statuses = {c.status for c in result.citations}
+        got = "flagged" if statuses - {"supported"} else "supported"
+        assert got == expected, (judge.config["question_embedder"], statuses)
 
 
 @pytest.fixture(scope="module")

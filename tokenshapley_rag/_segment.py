@@ -1087,8 +1087,8 @@ def _compound_value(phrase: str) -> int:
     total, current, scale = 0, 0.0, 0
     words = phrase.casefold().split()
     for i, word in enumerate(words):
-        after_and = i > 0 and words[i - 1] == "and"
-        if word == "and" or (word == "a" and ((i > 0 and words[i - 1] == "half") or (after_and and words[i + 1 : i + 2] == ["half"]))):
+        before, after = words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else ""
+        if word == "and" or (word == "a" and (before == "half" or (before == "and" and after == "half"))):
             continue
         if word == "half" and i > 1 and words[i - 2] == "and":  # "... and a half"
             if current:
