@@ -256,6 +256,9 @@ ROWS = [
     ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.",
      "one and a half million", "unsupported", None),
     ("How many inhabitants?", CITIES, "Lyon has a million and a half inhabitants.", "a million and a half", "contradicted", "0"),
+    # people are counted as a place's inhabitants
+    ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.", "people", "supported", "0"),
+    ("How many people live in Lyon?", CITIES, "About 522,250 people live in Lyon.", "522,250", "supported", "0"),
     # a change computed from two amounts one sentence states is held by it; another is not
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $400 million in 2023.", "$400 million", "supported", "0"),
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by about 10.5% to $4.2 billion in 2023.", "10.5%", "supported", "0"),

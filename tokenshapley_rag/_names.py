@@ -136,6 +136,10 @@ _WORD_ALIASES = {
 # "population" is a copied word there, and that sentence states the claim.
 _STEM_GROUPS = (("population", "inhabitant", "resident"),)
 _STEM_ALIASES = {stem: tuple(other for other in group if other != stem) for group in _STEM_GROUPS for stem in group}
+# ... and "people" are counted as a place's inhabitants ("1.5 million people live in Lyon" over
+# "Lyon has 522,250 inhabitants."); not the other way round: "500 people attended" states no
+# population.
+_STEM_ALIASES["peopl"] = ("inhabitant", "resident", "population")
 
 
 def stem_aliases(stem: str) -> tuple[str, ...]:
@@ -144,6 +148,8 @@ def stem_aliases(stem: str) -> tuple[str, ...]:
 
     >>> stem_aliases("population"), stem_aliases("resident"), stem_aliases("river")
     (('inhabitant', 'resident'), ('population', 'inhabitant'), ())
+    >>> stem_aliases("peopl"), "peopl" in stem_aliases("inhabitant")
+    (('inhabitant', 'resident', 'population'), False)
     """
     return _STEM_ALIASES.get(stem, ())
 
