@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenshapley_rag._sentence_game import _unit, content_words, evidence_scores, sentence_game_values
+from tokenshapley_rag._sentence_game import content_words, evidence_scores, sentence_game_values, unit_rows
 from tokenshapley_rag.errors import InvalidInputError
 from tokenshapley_rag.shapley import knn_shapley_brute_force, knn_utility
 
 def _cosines(a, u):
     # the similarities the game ranks by, computed as sentence_game_values does (parallel but
     # unequal embeddings tie or not by float rounding; ties go to the lower index)
-    return _unit(a) @ _unit(u).T
+    return unit_rows(a) @ unit_rows(u).T
 
 
 VOCAB = ["paris", "tower", "iron", "rome", "the", "built"]

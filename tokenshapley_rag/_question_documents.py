@@ -28,6 +28,7 @@ import numpy as np
 
 from tokenshapley_rag._defaults import QUESTION_EMBEDDERS
 from tokenshapley_rag._memo import LRUMemo
+from tokenshapley_rag._sentence_game import unit_rows
 from tokenshapley_rag.errors import InvalidInputError, ModelNotFoundError
 
 __all__ = [
@@ -60,11 +61,6 @@ class SentenceEmbedder(Protocol):
     def __call__(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
-
-
 def question_similarity(embedder: SentenceEmbedder, question: str, sentences: Sequence[str]) -> np.ndarray:
     """The cosine between ``question`` and each of ``sentences`` under ``embedder``,
     shape ``(len(sentences),)``.
@@ -85,7 +81,7 @@ def question_similarity(embedder: SentenceEmbedder, question: str, sentences: Se
             f"question_embedder must return one finite row per text: expected shape ({len(texts)}, dim), "
             f"got {rows.shape}{'' if np.isfinite(rows).all() else ' with non-finite values'}"
         )
-    rows = _unit_rows(rows)
+    rows = unit_rows(rows)
     return rows[1:] @ rows[0]
 
 

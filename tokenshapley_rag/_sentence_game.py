@@ -33,7 +33,7 @@ from tokenshapley_rag._segment import FILLERS, STOPWORDS
 from tokenshapley_rag.errors import InvalidInputError
 from tokenshapley_rag.shapley import knn_shapley_batch
 
-__all__ = ["content_words", "evidence_scores", "sentence_game_values"]
+__all__ = ["content_words", "evidence_scores", "sentence_game_values", "unit_rows"]
 
 _WORD = re.compile(r"\w+")
 _NON_CONTENT = STOPWORDS | FILLERS
@@ -53,7 +53,8 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in _words(text) if w not in _NON_CONTENT))
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Each row of ``x`` divided by its length (a zero row stays zero)."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.where(norms > 0, norms, 1.0)
 
@@ -105,7 +106,7 @@ def sentence_game_values(
     for j, text in enumerate(sentences):
         for w in set(_words(text)):
             holders.setdefault(w, []).append(j)
-    cos = _unit(a) @ _unit(u).T  # (n_answer_sentences, N)
+    cos = unit_rows(a) @ unit_rows(u).T  # (n_answer_sentences, N)
     rows_sims, rows_match = [], []
     for i, text in enumerate(answer_sentences):
         words = [w for w in content_words(text) if w in holders]
