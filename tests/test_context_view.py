@@ -16,6 +16,7 @@ from tokenshapley_rag._memo import LRUMemo
 from tokenshapley_rag._pipeline import Pipeline
 from tokenshapley_rag._support import (
     FactTable,
+    abbreviated_species,
     holding_masks,
     keyword_facts,
     sentence_facts,
@@ -159,6 +160,16 @@ def test_context_view_equals_the_whole_context_derivation(competing_facts_corpus
     assert counted.tolist() == [bool(f.cardinals) for f in facts]
     empty = ContextView.of([])
     assert empty.facts == [] and empty.topics == {} and empty.texts.text == "" and len(empty.fact_keys[1]) == 0
+    assert empty.species == frozenset()
+
+
+def test_context_view_joins_the_abbreviated_species_of_its_sources():
+    blocks = [["E. coli is a bacterium.", "H. pylori lives in the stomach."], ["Paris hosts it."], ["S. aureus too."]]
+    views = [(i, SourceView.of([sentence_facts(t) for t in b], b, [normalize_text(t) for t in b], range(len(b))))
+             for i, b in enumerate(blocks)]
+    context = ContextView.of(views)
+    assert context.species == abbreviated_species(sentence_facts(t) for b in blocks for t in b)
+    assert sorted(context.species) == ["e coli", "h pylori", "s aureus"]
 
 
 class _Store:

@@ -32,6 +32,7 @@ from tokenshapley_rag._support import (
     WORD_ANCHOR_MINIMUM,
     KeywordFacts,
     SentenceFacts,
+    abbreviated_species,
     holding_mask,
     holding_masks,
     is_name,
@@ -110,7 +111,9 @@ def assemble_citations(
     The parameters are
     :class:`TokenShapley`'s; ``config`` is recorded in the result."""
     scores, carries, classes = values
-    keywords = species_names(find_keywords(response), response, facts)
+    keywords = species_names(
+        find_keywords(response), response, context.species if context is not None else abbreviated_species(facts)
+    )
     token_kw = assign_tokens(answer_tokens.offsets, keywords)
     answer_spans = split_sentences(response)
     answer_sentence = assign_sentences(answer_tokens.offsets, answer_spans)
@@ -1060,17 +1063,18 @@ def source_attribution(
     )
 
 
-def species_names(keywords: list[Keyword], response: str, facts: Sequence[SentenceFacts]) -> list[Keyword]:
+def species_names(keywords: list[Keyword], response: str, abbreviated: Collection[str]) -> list[Keyword]:
     """``keywords`` (:func:`find_keywords` of ``response``) with a genus and the species
     after it joined into one name when a source names that species under its abbreviated
-    genus: "Escherichia coli" over "E. coli causes ..." is one name, held there (the genus
-    by its initial), not the word "Escherichia" and the word "coli". The segmenter alone
-    cannot tell "Escherichia coli" from "Paris hosts".
+    genus (``abbreviated``: :func:`abbreviated_species` of the sources' sentences):
+    "Escherichia coli" over "E. coli causes ..." is one name, held there (the genus by its
+    initial), not the word "Escherichia" and the word "coli". The segmenter alone cannot
+    tell "Escherichia coli" from "Paris hosts".
 
     >>> text = "Escherichia coli causes them."
-    >>> [k.text for k in species_names(find_keywords(text), text, [sentence_facts("E. coli causes most.")])]
+    >>> [k.text for k in species_names(find_keywords(text), text, {"e coli"})]
     ['Escherichia coli', 'causes', 'them']
-    >>> [k.text for k in species_names(find_keywords(text), text, [sentence_facts("Bacteria cause most.")])]
+    >>> [k.text for k in species_names(find_keywords(text), text, set())]
     ['Escherichia', 'coli', 'causes', 'them']
     """
     pairs = [
@@ -1080,9 +1084,8 @@ def species_names(keywords: list[Keyword], response: str, facts: Sequence[Senten
         and keywords[i + 1].text.isalpha() and keywords[i + 1].text.islower()
         and response[keywords[i].end : keywords[i + 1].start] == " "
     ]
-    if not pairs:
+    if not pairs or not abbreviated:
         return keywords
-    abbreviated = {name for f in facts for name in f.names if len(name) > 2 and name[1] == " " and name.count(" ") == 1}
     joined: list[int] = []
     for i in pairs:
         if fold(f"{keywords[i].text[0]} {keywords[i + 1].text}") in abbreviated and (not joined or joined[-1] != i - 1):

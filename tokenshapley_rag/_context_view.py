@@ -14,6 +14,7 @@ import numpy as np
 
 from tokenshapley_rag._support import (
     SentenceFacts,
+    abbreviated_species,
     joined_fact_keys,
     sentence_facts,
     source_topics,
@@ -41,6 +42,7 @@ class SourceView:
     fact_keys: np.ndarray  # (keys,) uint32: its sentences' fact keys joined
     key_ends: np.ndarray  # (sentences,) int64: where each sentence's keys end in fact_keys
     counted: np.ndarray  # (sentences,) bool: whether each sentence has a count (f.cardinals)
+    species: frozenset[str]  # abbreviated_species of its sentences ("e coli")
 
     @classmethod
     def of(
@@ -58,6 +60,7 @@ class SourceView:
             fact_keys=keys,
             key_ends=ends,
             counted=counted,
+            species=abbreviated_species(facts),
         )
 
 
@@ -80,6 +83,7 @@ class ContextView:
     topics: dict[int, str]  # source index -> topic, as source_topics gives them
     texts: SentenceTexts
     fact_keys: tuple[np.ndarray, np.ndarray, np.ndarray]  # for holding_masks: keys, their ends, counted
+    species: frozenset[str]  # abbreviated_species of every sentence, for species_names
 
     @classmethod
     def of(cls, views: Sequence[tuple[int, SourceView]]) -> ContextView:
@@ -107,4 +111,5 @@ class ContextView:
             )
         else:
             fact_keys = (np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, bool))
-        return cls(facts, topics, SentenceTexts.of_blocks([view.texts for _, view in views]), fact_keys)
+        species = frozenset().union(*(view.species for _, view in views if view.species))
+        return cls(facts, topics, SentenceTexts.of_blocks([view.texts for _, view in views]), fact_keys, species)

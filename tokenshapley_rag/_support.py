@@ -703,6 +703,20 @@ def _stems_held(stems: frozenset[str], f: SentenceFacts) -> bool:
     return bool(stems) and all(s in f.stems or any(a in f.stems for a in stem_aliases(s)) for s in stems)
 
 
+def abbreviated_species(facts: Iterable[SentenceFacts]) -> frozenset[str]:
+    """The species that ``facts`` name under an abbreviated genus, folded ("e coli" for "E.
+    coli"): where an answer's "Escherichia coli" is one name
+    (:func:`~tokenshapley_rag._citations.species_names`).
+
+    >>> facts = [sentence_facts("E. coli and H. pylori are bacteria."), sentence_facts("Paris hosts.")]
+    >>> sorted(abbreviated_species(facts))
+    ['e coli', 'h pylori']
+    """
+    return frozenset(
+        name for f in facts for name in f.names if len(name) > 2 and name[1] == " " and name.count(" ") == 1
+    )
+
+
 def _inside_longer_model(words: tuple[str, ...], names: Sequence[str]) -> bool:
     """Whether a numbered name ("iPhone 15 Pro", "Apollo 12") stands in ``names`` only at
     the start of longer ones: "iPhone 15 Pro Max" is another model, and "iPhone 15 Pro" no
