@@ -4,6 +4,7 @@ is flagged; the right one stays supported (tokenshapley-rag's docs/method.md §8
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict
 
@@ -18,6 +19,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.postprocessor.tokenshapley import TokenShapleyCallbackHandler, TokenShapleyPostprocessor
 
 PAGES = Path(__file__).resolve().parents[3] / "tests" / "data" / "competing_facts"
+BRIDGES = json.loads((PAGES / "bridge_questions.json").read_text(encoding="utf-8"))
 
 
 class FixedAnswers(CustomLLM):
@@ -44,8 +46,7 @@ def bridges():
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from llama_index.vector_stores.faiss import FaissVectorStore
 
-    docs = [Document(text=(PAGES / f"{name}.txt").read_text(encoding="utf-8"), id_=name)
-            for name in ("brooklyn1", "brooklyn2", "goldengate1", "goldengate2", "curie1", "meitner1")]
+    docs = [Document(text=(PAGES / f"{name}.txt").read_text(encoding="utf-8"), id_=name) for name in BRIDGES["pages"]]
     store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(384))
     return VectorStoreIndex.from_documents(
         docs, storage_context=StorageContext.from_defaults(vector_store=store),
@@ -60,19 +61,10 @@ def with_embedder(ts):
     return TokenShapley(ts.encoder, use_disk_cache=False, question_embedder="all-MiniLM-L6-v2")
 
 
-@pytest.mark.parametrize(
-    "question, answer, without, with_option",
-    [
-        ("when did the brooklyn bridge open", "1937", "supported", "contradicted"),  # the Golden Gate's year
-        ("when did the brooklyn bridge open", "1883", "supported", "supported"),
-        ("who was the chief engineer of the golden gate bridge", "Washington Roebling", "supported", "contradicted"),
-        ("who was the chief engineer of the golden gate bridge", "Joseph Strauss", "supported", "supported"),
-    ],
-)
-def test_a_short_answer_from_the_other_retrieved_page_is_flagged(
-    ts, with_embedder, bridges, question, answer, without, with_option
-):
-    for engine, expected in ((ts, without), (with_embedder, with_option)):
+@pytest.mark.parametrize("case", BRIDGES["cases"], ids=lambda case: f"{case['question']}-{case['answer']}")
+def test_a_short_answer_from_the_other_retrieved_page_is_flagged(ts, with_embedder, bridges, case):
+    question, answer = case["question"], case["answer"]
+    for engine, expected in ((ts, case["without"]), (with_embedder, case["with_option"])):
         pp = TokenShapleyPostprocessor(engine)
         query_engine = RetrieverQueryEngine.from_args(
             bridges.as_retriever(similarity_top_k=4), llm=FixedAnswers(answers={question: answer}),
@@ -80,7 +72,7 @@ def test_a_short_answer_from_the_other_retrieved_page_is_flagged(
         )
         response = query_engine.query(question)
         retrieved = {n.node.ref_doc_id for n in response.source_nodes}
-        assert retrieved == {"brooklyn1", "brooklyn2", "goldengate1", "goldengate2"}
+        assert retrieved == set(BRIDGES["retrieved"])
         (citation,) = response.metadata["citations"]
         assert (citation["text"], citation["status"]) == (answer, expected)
         assert citation["supported"] == (expected == "supported")

@@ -4,6 +4,7 @@ flagged; the right one stays supported (tokenshapley-rag's docs/method.md §8)."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,14 +13,16 @@ from langchain_core.documents import Document
 from langchain_tokenshapley import TokenShapleyCitations
 
 PAGES = Path(__file__).resolve().parents[4] / "tests" / "data" / "competing_facts"
+BRIDGES = json.loads((PAGES / "bridge_questions.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
 def bridge_retriever(embeddings):
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    docs = [Document(id=name, page_content=(PAGES / f"{name}.txt").read_text(encoding="utf-8"))
-            for name in ("brooklyn1", "brooklyn2", "goldengate1", "goldengate2", "curie1", "meitner1")]
+    docs = [
+        Document(id=name, page_content=(PAGES / f"{name}.txt").read_text(encoding="utf-8")) for name in BRIDGES["pages"]
+    ]
     return InMemoryVectorStore.from_documents(docs, embeddings).as_retriever(search_kwargs={"k": 4})
 
 
@@ -31,22 +34,13 @@ def with_embedder(ts):
                         question_embedder="all-MiniLM-L6-v2")
 
 
-@pytest.mark.parametrize(
-    "question, answer, without, with_option",
-    [
-        ("when did the brooklyn bridge open", "1937", "supported", "contradicted"),  # the Golden Gate's year
-        ("when did the brooklyn bridge open", "1883", "supported", "supported"),
-        ("who was the chief engineer of the golden gate bridge", "Washington Roebling", "supported", "contradicted"),
-        ("who was the chief engineer of the golden gate bridge", "Joseph Strauss", "supported", "supported"),
-    ],
-)
-def test_a_short_answer_from_the_other_retrieved_page_is_flagged(
-    ts, with_embedder, bridge_retriever, prompt, lc, question, answer, without, with_option
-):
+@pytest.mark.parametrize("case", BRIDGES["cases"], ids=lambda case: f"{case['question']}-{case['answer']}")
+def test_a_short_answer_from_the_other_retrieved_page_is_flagged(ts, with_embedder, bridge_retriever, prompt, lc, case):
+    question, answer = case["question"], case["answer"]
     chain = lc.rag_chain(bridge_retriever, prompt, lc.KeyedFakeLLM(answers={question: answer}))
     out = chain.invoke({"input": question})
-    assert {d.id for d in out["context"]} == {"brooklyn1", "brooklyn2", "goldengate1", "goldengate2"}
-    for engine, expected in ((ts, without), (with_embedder, with_option)):
+    assert {d.id for d in out["context"]} == set(BRIDGES["retrieved"])
+    for engine, expected in ((ts, case["without"]), (with_embedder, case["with_option"])):
         (citation,) = TokenShapleyCitations(engine).invoke(out)
         assert (citation["text"], citation["status"]) == (answer, expected)
         assert (citation["doc_id"] is None) == (expected != "supported")
