@@ -61,6 +61,10 @@ BACTERIA = ["Escherichia coli is a Gram-negative bacterium commonly found in the
 LENGTHS = ["The Danube is 2,850 kilometres long and flows into the Black Sea.",
            "The Rhine is 1,230 kilometres long and flows into the North Sea."]
 WINDOWS = ["Windows 10 was released on 29 July 2015.", "Windows 11 was released on 5 October 2021."]
+CURIE_PRIZES = ["Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903 and the Nobel Prize "
+                "in Chemistry in 1911. She discovered polonium and radium."]
+MEITNER = ["Lise Meitner was born in Vienna in 1878. Together with Otto Hahn she discovered protactinium in 1917.",
+           "Lise Meitner died in 1968 in Cambridge."]
 BIRTHS = ["Marie Curie was born in Warsaw in 1867.", "Lise Meitner was born in Vienna in 1878."]
 CHROMOSOMES = ["BRCA1 is located on chromosome 17.", "BRCA2 is located on chromosome 13."]
 FLIGHTS = ["British Airways flight BA117 departs London Heathrow at 08:25 for New York JFK.",
@@ -254,11 +258,26 @@ ROWS = [
      "$3.8 billion", "supported", "0"),
     # "one and a half million" is one number, 1,500,000, not the words "half" and "million"
     ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.",
-     "one and a half million", "unsupported", None),
+     "one and a half million", "contradicted", "0"),
     ("How many inhabitants?", CITIES, "Lyon has a million and a half inhabitants.", "a million and a half", "contradicted", "0"),
     # people are counted as a place's inhabitants
     ("How many people live in Lyon?", CITIES, "About one and a half million people live in Lyon.", "people", "supported", "0"),
     ("How many people live in Lyon?", CITIES, "About 522,250 people live in Lyon.", "522,250", "supported", "0"),
+    # ... and living, residing or dwelling there is what they do: copied words, never flagged
+    ("How many people live in Lyon?", CITIES, "About 522,250 people live in Lyon.", "live", "supported", "0"),
+    ("", CITIES, "522,250 people lived in Lyon in 2020.", "lived", "supported", "0"),
+    ("", CITIES, "1,500,000 people live in Lyon.", "1,500,000", "contradicted", "0"),
+    ("", CITIES, "About 870,321 people reside in Marseille.", "reside", "supported", "1"),
+    # a name no source holds is contradicted only by a sentence that states the claim, not by the
+    # page's best sentence about something else ("Nobel Prize" is another name, not another place)
+    ("", CURIE_PRIZES, "Marie Curie lived in Paris.", "Paris", "unsupported", None),
+    ("", CURIE_PRIZES, "Marie Curie worked in Paris.", "Paris", "unsupported", None),
+    ("", CURIE_PRIZES, "Marie Curie was born in Paris.", "Paris", "contradicted", "0"),
+    # the page holding the claim's other value is not the one stating the claim when a page
+    # holding this value says more of its words: that other value is what is wrong
+    ("", MEITNER, "Lise Meitner died in Vienna in 1968.", "1968", "supported", "1"),
+    ("", MEITNER, "Lise Meitner died in Vienna in 1968.", "Vienna", "contradicted", "1"),
+    ("", MEITNER, "Lise Meitner died in 1968 in Vienna.", "1968", "supported", "1"),
     # a change computed from two amounts one sentence states is held by it; another is not
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by $400 million in 2023.", "$400 million", "supported", "0"),
     ("How did Acme's revenue change?", REVENUES, "Acme's revenue rose by about 10.5% to $4.2 billion in 2023.", "10.5%", "supported", "0"),

@@ -560,6 +560,17 @@ def keyword_statuses(
                 # billion.": $19 billion is WhatsApp's price, on another page about Facebook):
                 # the documents holding the most of them state the claim, and may contradict it.
                 narrowed = documents_holding_most(held_by_document[values] & subject_sources)
+                # ... unless a sentence holding this value says more of the claim's words than
+                # every sentence holding those values: then they are what is wrong ("Lise
+                # Meitner died in Vienna in 1968.": "Lise Meitner died in 1968 in Cambridge."
+                # says she died, her page holding Vienna that she was born there).
+                words = [o for o in claim_members[kw_claim[r]] if cited[o][0].kind not in VALUE_KINDS]
+                if words and narrowed is not None:
+                    words_held = held[words].sum(axis=0)
+                    by_values = np.logical_or.reduce(held[values]) & narrowed[sentence_document]
+                    by_value = held[r] & subject_sources[sentence_document]
+                    if words_held[by_value].max(initial=0) > words_held[by_values].max(initial=0):
+                        narrowed = None
         elif others and (the_subject == r or (the_subject is None and cited[r][0].kind in VALUE_KINDS)):
             # The subject is checked against the sources holding the most of the rest, and so
             # is each value of a claim that names nothing ("Revenue rose 8% to $4.2 billion in

@@ -136,10 +136,11 @@ _WORD_ALIASES = {
 # "population" is a copied word there, and that sentence states the claim.
 _STEM_GROUPS = (("population", "inhabitant", "resident"),)
 _STEM_ALIASES = {stem: tuple(other for other in group if other != stem) for group in _STEM_GROUPS for stem in group}
-# ... and "people" are counted as a place's inhabitants ("1.5 million people live in Lyon" over
-# "Lyon has 522,250 inhabitants."); not the other way round: "500 people attended" states no
-# population.
-_STEM_ALIASES["peopl"] = ("inhabitant", "resident", "population")
+# ... and "people" are counted as a place's inhabitants, and living, residing or dwelling there is
+# what they do ("1.5 million people live in Lyon" over "Lyon has 522,250 inhabitants."); not the
+# other way round: "500 people attended" states no population, "Curie lived in Paris" no count.
+for _stem in ("peopl", "liv", "resid", "inhabit", "dwell"):
+    _STEM_ALIASES[_stem] = ("inhabitant", "resident", "population")
 
 
 def stem_aliases(stem: str) -> tuple[str, ...]:
@@ -148,8 +149,8 @@ def stem_aliases(stem: str) -> tuple[str, ...]:
 
     >>> stem_aliases("population"), stem_aliases("resident"), stem_aliases("river")
     (('inhabitant', 'resident'), ('population', 'inhabitant'), ())
-    >>> stem_aliases("peopl"), "peopl" in stem_aliases("inhabitant")
-    (('inhabitant', 'resident', 'population'), False)
+    >>> stem_aliases("peopl"), "peopl" in stem_aliases("inhabitant"), stem_aliases("liv")  # people, live
+    (('inhabitant', 'resident', 'population'), False, ('inhabitant', 'resident', 'population'))
     """
     return _STEM_ALIASES.get(stem, ())
 

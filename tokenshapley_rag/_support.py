@@ -1504,8 +1504,17 @@ def keyword_status(
     # A value no source holds is contradicted only by a sentence that states the claim: its
     # predicate at least ``agreement`` times the best of the pool's. Any sentence naming
     # someone else is not ("It was completed in 1889 by Zorblat" is not contradicted by
-    # "The Eiffel Tower is in Paris.": no source says who completed it).
+    # "The Eiffel Tower is in Paris.": no source says who completed it). Nor, for a name in a
+    # claim of its own words (not a bare answer, whose claim is the question), the best of a
+    # page that never states the claim, when no question names what the claim is about:
+    # another name is any name, of any sort, so the rival must hold some of the
+    # claim's other keywords or state its predicate with at least PREDICATE_MINIMUM of the
+    # game's weight, as context decides last ("Marie Curie lived in Paris." is not
+    # contradicted by "She won the Nobel Prize in Physics in 1903 ...").
     if rival >= 0 and not held.any() and (agreement is None or best >= agreement * float(predicate[pool].max())) and not (
+        k.kind == "name" and not topic and agreement is not None and claim_held is not None and claim_size > 0
+        and claim_held[rival] == 0 and best < PREDICATE_MINIMUM * predicate_weight
+    ) and not (
         # ... a number taken from another document's claim, only by a sentence counting the
         # same thing or holding some of the claim's words: "Halvorsen Shipping has 3,400
         # employees." (Pellucid's) is not contradicted by "Halvorsen Shipping operates 64 vessels."
