@@ -1247,7 +1247,9 @@ def keyword_status(
     ``tolerance`` (:data:`PREDICATE_TOLERANCE`) times that of every sentence holding the
     keyword or next to one in its document; for a keyword no source holds, when its predicate value is
     at least ``agreement`` times the best of those sources' sentences (it states the
-    claim, not merely another name). The subject itself is overturned only by a clearly
+    claim, not merely another name; for a name in a claim with words of its own and no
+    ``topic``, also when it holds some of the claim's other keywords or its predicate value
+    is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight``). The subject itself is overturned only by a clearly
     better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``): when the subject and the
     values come from different documents stating the same predicate, the claim is about
     its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
