@@ -273,6 +273,7 @@ ROWS = [
     ("", CURIE_PRIZES, "Marie Curie lived in Paris.", "Paris", "unsupported", None),
     ("", CURIE_PRIZES, "Marie Curie worked in Paris.", "Paris", "unsupported", None),
     ("", CURIE_PRIZES, "Marie Curie was born in Paris.", "Paris", "contradicted", "0"),
+    ("", MEITNER, "Lise Meitner discovered protactinium with Niels Bohr.", "Niels Bohr", "contradicted", "0"),
     # the page holding the claim's other value is not the one stating the claim when a page
     # holding this value says more of its words: that other value is what is wrong
     ("", MEITNER, "Lise Meitner died in Vienna in 1968.", "1968", "supported", "1"),
