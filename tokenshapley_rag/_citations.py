@@ -461,6 +461,10 @@ def keyword_statuses(
     # another value holds more of them than the one a wrong value was taken from.
     claim_members = {c: [r for r in range(n_kw) if kw_claim[r] == c] for c in set(kw_claim)}
     claim_held_total = {c: held[members].sum(axis=0) for c, members in claim_members.items()}
+    # ... and its words: the keywords that are not numbers, dates or names
+    claim_words = {
+        c: [r for r in members if cited[r][0].kind not in VALUE_KINDS] for c, members in claim_members.items()
+    }
     # Denials (docs/method.md §8): a number, date or name in a negation's scope ("Lise
     # Meitner never received a Nobel Prize."), and the sentences that hold one only in a
     # denial. Words are left to the steps below: a common word in a denied clause ("it is
@@ -564,7 +568,7 @@ def keyword_statuses(
                 # every sentence holding those values: then they are what is wrong ("Lise
                 # Meitner died in Vienna in 1968.": "Lise Meitner died in 1968 in Cambridge."
                 # says she died, her page holding Vienna that she was born there).
-                words = [o for o in claim_members[kw_claim[r]] if cited[o][0].kind not in VALUE_KINDS]
+                words = claim_words[kw_claim[r]]
                 if words and narrowed is not None:
                     words_held = held[words].sum(axis=0)
                     by_values = np.logical_or.reduce(held[values]) & narrowed[sentence_document]
@@ -579,9 +583,9 @@ def keyword_statuses(
         elif the_subject == r:
             # A claim with no other value ("Lise Meitner discovered polonium and radium."):
             # against the sources holding the most of its words.
-            subject_sources = documents_holding_most(held_by_document[
-                [o for o in range(n_kw) if kw_claim[o] == kw_claim[r] and cited[o][0].kind not in VALUE_KINDS]
-            ], at_least=WORD_ANCHOR_MINIMUM)
+            subject_sources = documents_holding_most(
+                held_by_document[claim_words[kw_claim[r]]], at_least=WORD_ANCHOR_MINIMUM
+            )
         in_anchor = np.ones(n_sent, dtype=bool) if subject_sources is None else subject_sources[sentence_document]
         affirmed_by = held[r] & ~denying[r]
         if cited[r][0].kind not in VALUE_KINDS and (

@@ -139,7 +139,9 @@ _STEM_ALIASES = {stem: tuple(other for other in group if other != stem) for grou
 # ... and "people" are counted as a place's inhabitants, and living, residing or dwelling there is
 # what they do ("1.5 million people live in Lyon" over "Lyon has 522,250 inhabitants."); not the
 # other way round: "500 people attended" states no population, "Curie lived in Paris" no count.
-_STEM_ALIASES.update(dict.fromkeys(("peopl", "liv", "resid", "inhabit", "dwell"), ("inhabitant", "resident", "population")))
+_STEM_ALIASES.update(
+    dict.fromkeys(("peopl", "liv", "resid", "inhabit", "dwell"), ("inhabitant", "resident", "population"))
+)
 
 
 def stem_aliases(stem: str) -> tuple[str, ...]:

@@ -1249,9 +1249,9 @@ def keyword_status(
     at least ``agreement`` times the best of those sources' sentences (it states the
     claim, not merely another name; for a name in a claim with words of its own and no
     ``topic``, also when it holds some of the claim's other keywords or its predicate value
-    is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight``). The subject itself is overturned only by a clearly
-    better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``): when the subject and the
-    values come from different documents stating the same predicate, the claim is about
+    is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight``). The subject itself is
+    overturned only by a clearly better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``):
+    when the subject and the values come from different documents stating the same predicate, the claim is about
     its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
     of other sources: an answer may combine sources) and an unheld one is unsupported.
 
