@@ -66,6 +66,46 @@ CURIE_PRIZES = ["Marie Curie was born in Warsaw in 1867. She won the Nobel Prize
 MEITNER = ["Lise Meitner was born in Vienna in 1878. Together with Otto Hahn she discovered protactinium in 1917.",
            "Lise Meitner died in 1968 in Cambridge."]
 BIRTHS = ["Marie Curie was born in Warsaw in 1867.", "Lise Meitner was born in Vienna in 1878."]
+# QuoteSum's PAQ_val_1164 sources (title line, text), cut: the second names Sarvodaya three
+# sentences before its own declaration of the holidays
+HOLIDAYS = [
+    "Tajikistan\nTajikistan considers itself a secular state with a Constitution providing for freedom of "
+    "religion. The Government has declared two Islamic holidays, Eid ul-Fitr and Eid al-Adha, as state holidays.",
+    "Persecution of Muslims\nlike Dharmapāla's teachings by example, by having a focus upon Sinhalese culture and "
+    "ethnicity sanctioning the use of violence in defence of dhamma, while Sarvodaya has emphasized the "
+    "application of Buddhist values in order to transform society and campaigning for peace. Sunni Islam of the "
+    "Hanafi school has been officially recognized by the government since 2009. Tajikistan considers itself a "
+    "secular state with a Constitution providing for freedom of religion. The Government has declared two Islamic "
+    "holidays, Id Al-Fitr and Idi Qurbon, as State holidays.",
+]
+HOLIDAYS_QUESTION = "what are the two islamic holidays the government has declared as state holidays?"
+# ... a page that names its topic only in its title (PAQ_val_1672), one that names a value two
+# sentences before the claim it is tied to (PAQ_val_1760), and a bare answer's page whose
+# title states the question (nq-open-oracle-0088), cut
+DORESTAD = [
+    "Dorestad\nBy the 9th century, it seems that the need for international trade was waning as regional trade gained "
+    "importance. The majority of the information known about the emporium comes from a combination of historical "
+    "documents, archaeological finds and numismatic evidence. To find out more about the settlement and its "
+    "prominence in the early Middle Ages the site was excavated.",
+    "Pinellas County, Florida\nUniversity of South Florida archaeologists excavated the site in 1977 after Alfred C. "
+    "Wyllie discovered an underground ammunition bunker while digging a swimming pool on his estate.",
+]
+ZEN = [
+    'Zen ranks and hierarchy\nOne may become a "dai-oshō", resident priest in a Zen-temple. It takes further training '
+    'in a "sōdō-ango", an officially recognized Sōtō-shū training centre. A prerequisite to become "dai-oshō" is to '
+    'do "ango", "to stay in peace" or "safe shelter". "Ango" is a period of 90 or 100 days of intensive practice.',
+    "Buddhism in Thailand\nThe Thai tradition supports laymen to go into a monastery, dress and act as monks, and "
+    "study while there. The time line is based on threes, staying as a monk for three days, or three weeks.",
+]
+HYMN = [
+    "What a Friend We Have in Jesus\n\"What a Friend We Have in Jesus\" is a Christian hymn originally written by "
+    "Joseph M. Scriven as a poem in 1855 to comfort his mother who was living in Ireland while he was in Canada. "
+    "Scriven originally published the poem anonymously, and only received full credit for it in the 1880s. The "
+    "tune to the hymn was composed by Charles Crozat Converse in 1868. William Bolcom composed a setting of the "
+    "hymn.",
+    "I Think We're Alone Now\n\"I Think We're Alone Now\" is a song written and composed by Ritchie Cordell that "
+    "was the title selection from a same-named album released by Tommy James and the Shondells.",
+]
 CHROMOSOMES = ["BRCA1 is located on chromosome 17.", "BRCA2 is located on chromosome 13."]
 FLIGHTS = ["British Airways flight BA117 departs London Heathrow at 08:25 for New York JFK.",
            "Flight BA115 departs London Heathrow at 14:20 for New York JFK."]
@@ -274,6 +314,20 @@ ROWS = [
     ("", CURIE_PRIZES, "Marie Curie worked in Paris.", "Paris", "unsupported", None),
     ("", CURIE_PRIZES, "Marie Curie was born in Paris.", "Paris", "contradicted", "0"),
     ("", MEITNER, "Lise Meitner discovered protactinium with Niels Bohr.", "Niels Bohr", "contradicted", "0"),
+    # a name is held by a page that states the claim only if a sentence holding it, or next to
+    # one, states it: not by the page's declaration three sentences on
+    (HOLIDAYS_QUESTION, HOLIDAYS, "The Government of Tajikistan has declared two Sarvodaya holidays, Eid ul-Fitr and "
+     "Eid al-Adha, as state holidays.", "Sarvodaya", "contradicted", "0"),
+    (HOLIDAYS_QUESTION, HOLIDAYS, "The Government of Tajikistan has declared two Islamic holidays, Eid ul-Fitr and "
+     "Eid al-Adha, as state holidays.", "Islamic", "supported", "0"),
+    # ... but a page states a claim about what its title names, a value is tied to the claim by
+    # the claim's words its sentence holds, and a bare answer's question may be any sentence
+    ("Why was the site excavated?", DORESTAD, "To find out more about the settlement and its prominence in the "
+     "early Middle Ages the site in Dorestad was excavated.", "Dorestad", "supported", "0"),
+    ("", ZEN, 'In a Zen-temple, a prerequisite to become "dai-oshō" is to do "ango", a period of 90 or 100 days of '
+     "intensive practice.", "Zen-temple", "supported", "0"),
+    ("who wrote song what a friend we have in jesus", HYMN, "Charles Crozat Converse", "Charles Crozat Converse",
+     "supported", "0"),
     # the page holding the claim's other value is not the one stating the claim when a page
     # holding this value says more of its words: that other value is what is wrong
     ("", MEITNER, "Lise Meitner died in Vienna in 1968.", "1968", "supported", "1"),

@@ -808,6 +808,11 @@ def test_name_variants_hold_each_other():
         ("Dr. Laura Chen", "Acme was founded in 1987 by Laura Chen.", True),
         ("Laura Chen", "Acme was founded in 1987 by Dr. Laura Chen.", True),
         ("Sir Isaac Newton", "Isaac Newton wrote the Principia.", True),
+        ("Hon. William Ouko", "Justice William Ouko is a judge of the Supreme Court.", True),
+        ("Capt. Jane Smith", "Jane Smith commanded the ship.", True),
+        ("Lt. Smith", "Smith led the division.", True),
+        # a rank written out is a word of the name ("General Motors")
+        ("General Motors", "Motors Inc. sold 12,000 cars.", False),
         # a first name written as its initial, on either side
         ("L. Chen", "Acme was founded in 1987 by Laura Chen.", True),
         ("Laura Chen", "Acme was founded in 1987 by L. Chen.", True),

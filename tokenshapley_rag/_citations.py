@@ -69,6 +69,7 @@ __all__ = [
     "assemble_citations",
     "assign_sentences",
     "assign_tokens",
+    "document_leads",
     "fallback_citation",
     "keyword_statuses",
     "rank_sources",
@@ -221,6 +222,7 @@ def assemble_citations(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
             keywords=keywords, sentence_topic=sentence_topic, question_similarity=question_similarity,
+            sentence_lead=document_leads(sentence_document),
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -328,6 +330,19 @@ def sentence_score_rows(
     return out
 
 
+def document_leads(sentence_document: np.ndarray) -> np.ndarray:
+    """Each sentence's document's first sentence (its index), from each sentence's document
+    (a source, or the chunks cut from one document, in order).
+
+    >>> document_leads(np.array([0, 0, 0, 1, 1])).tolist()
+    [0, 0, 0, 3, 3]
+    """
+    n = len(sentence_document)
+    first = np.full(int(sentence_document.max()) + 1 if n else 0, n, dtype=np.int64)
+    np.minimum.at(first, sentence_document, np.arange(n, dtype=np.int64))
+    return first[sentence_document]
+
+
 def keyword_statuses(
     cited: list[tuple[Keyword, np.ndarray]],
     kfacts: list[Any],
@@ -348,6 +363,7 @@ def keyword_statuses(
     keywords: Sequence[Keyword],
     sentence_topic: Sequence[str] = (),
     question_similarity: Callable[[], np.ndarray] | None = None,
+    sentence_lead: np.ndarray | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -368,7 +384,9 @@ def keyword_statuses(
     when such a sentence answers a question that names nothing a source holds, it gives the
     cosine of the question with each sentence under a sentence embedder; the documents that
     state the question (:func:`documents_stating`) are then that sentence's anchor, as the
-    documents holding what a question names are. ``keywords``: every unit of ``response``
+    documents holding what a question names are. ``sentence_lead``: each sentence's
+    document's first sentence (:func:`document_leads`), whose document is about what it
+    names. ``keywords``: every unit of ``response``
     (:func:`find_keywords`, stopwords included), for what stands beside each value
     (:func:`value_neighbours`)."""
     n_kw, n_sent = held.shape
@@ -520,12 +538,26 @@ def keyword_statuses(
         for r in range(n_kw)
     ]
 
+    # The sentences that stand for a name: a pronoun sentence whose page's topic it is ("She
+    # was born in 1867."), found in one pass over the context.
+    implying: dict[str, list[int]] = {}
+    for j, f in enumerate(facts):
+        for name in f.implied:
+            implying.setdefault(name, []).append(j)
+
+    def standing_for(s: int) -> np.ndarray | None:
+        at = implying.get(" ".join(kfacts[s].words))
+        if not at:
+            return None
+        mask = np.zeros(len(facts), dtype=bool)
+        mask[at] = True
+        return mask
+
     @functools.cache
     def subject_sentences(s: int) -> np.ndarray:
-        """The sentences holding keyword ``s`` (a claim's subject), and those that stand for
-        it: a pronoun sentence whose page's topic it is ("She was born in 1867.")."""
-        name = " ".join(kfacts[s].words)
-        return held[s] | np.array([name in f.implied for f in facts], dtype=bool) if name else held[s]
+        """The sentences holding keyword ``s`` (a claim's subject), and those that stand for it."""
+        stand_ins = standing_for(s)
+        return held[s] if stand_ins is None else held[s] | stand_ins
 
     for r in range(n_kw):
         others = [
@@ -629,6 +661,8 @@ def keyword_statuses(
             subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
             subject_words=() if the_subject is None or the_subject == r else kfacts[the_subject].words,
             subject_named=the_subject is None or the_subject in claim_members[kw_claim[r]],
+            sentence_lead=sentence_lead, bare=r in bare_set,
+            standing_for=standing_for(r) if cited[r][0].kind == "name" else None,
         )
         status, ok, rival = judge(subject_sources=subject_sources)
         if status == "supported" and narrowed is not None and not np.array_equal(narrowed, subject_sources):

@@ -59,8 +59,13 @@ def name_words(text: str) -> list[str]:
     return [w for w in words if w not in TITLES] if len(words) > 1 else words
 
 
-# Titles before a person's name: not part of what the name says ("Dr. Laura Chen" is Laura Chen).
-TITLES = frozenset("dr mr mrs ms mx prof sir dame rev".split())
+# Titles before a person's name: not part of what the name says ("Dr. Laura Chen" is Laura Chen,
+# "Hon. William Ouko" the "Justice William Ouko" of a list of judges); ranks by their
+# abbreviations only ("General Motors" is no title).
+TITLES = frozenset(
+    "dr mr mrs ms mx prof sir dame rev hon rt esq messrs mme mlle maj capt lt sgt col cpl pvt adm cmdr brig lieut supt"
+    .split()
+)
 
 
 def initials_agree(words: Sequence[str], name: Sequence[str]) -> bool:

@@ -1216,6 +1216,9 @@ def keyword_status(
     subject_held: np.ndarray | None = None,
     subject_words: tuple[str, ...] = (),
     subject_named: bool = True,
+    sentence_lead: np.ndarray | None = None,
+    bare: bool = False,
+    standing_for: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray, int]:
     """The status of one keyword, the sentences that may be cited for it, and the
     conflicting sentence (-1: none).
@@ -1257,7 +1260,10 @@ def keyword_status(
 
     Context decides last: a number, date or name found supported, that no source of its
     anchor holds (a name: even when one does, if the best sentence below is in an anchor
-    source), is overturned when the sources holding it state its predicate at less
+    source), is overturned when the sentences holding it, or beside one (next to it in its
+    document, in a document whose first sentence ``sentence_lead`` holds it, or, for a name,
+    standing for it on its page; every sentence of their documents when a holder holds some
+    of the claim's other keywords or the answer is ``bare``), state its predicate at less
     than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
     value, when that is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight`` (the
     predicate game's total weight, the most its value can be); it is then contradicted by
@@ -1287,6 +1293,11 @@ def keyword_status(
     page's sentence about the subject that states another value of its kind and at least as
     many of the claim's other keywords (:func:`_subject_sentence_rival`).
 
+    ``sentence_lead``: each sentence's document's first sentence (its index), or None; ``bare``:
+    the keyword's answer sentence says nothing but values (its predicate is the question's);
+    ``standing_for``: for a name, the sentences that stand for it (a pronoun sentence on a page
+    about it, :attr:`SentenceFacts.implied`), or None.
+
     ``subject_named``: the claim names its subject; False when it goes on about an earlier
     claim's ("The astronauts collected 23.5 kg of lunar samples." after a sentence about
     Armstrong), whose documents are then only a guess at its anchor.
@@ -1301,17 +1312,31 @@ def keyword_status(
         if subject_sources is not None and (held & subject_sources[sentence_document]).any():
             return "supported", held & subject_sources[sentence_document], -1
         return ("supported" if held.any() else "unsupported"), held, -1
-    # A holding source states the predicate in any of its sentences (the value in one, the
-    # rest of the claim in the next: "Big Ben is ... . The tower was completed in 1859.").
-    holding_sources = np.isin(sentence_document, sentence_document[held])
-    # The rival is weighed against the sentences next to the value (the value and the rest
-    # of its claim may sit in two sentences, rarely further apart): a page that names it in
-    # one sentence ("Sarvodaya", beside Dharmapāla) and says who declared the holidays in
-    # another, far off, does not state the claim with it.
+    # The predicate is read in the sentences next to the value (the value in one, the rest of
+    # its claim in the next: "Big Ben is ... . The tower was completed in 1859."; rarely
+    # further apart), both when a rival is weighed against them and when context decides
+    # last: a page that names it in one sentence ("Sarvodaya", beside Dharmapāla) and says
+    # who declared the holidays in another, far off, does not state the claim with it.
     beside = held.copy()
     same_document = sentence_document[1:] == sentence_document[:-1]
     beside[1:] |= held[:-1] & same_document
     beside[:-1] |= held[1:] & same_document
+    if sentence_lead is not None:
+        # ... or anywhere in a document whose first sentence, its title or lead, holds it (a
+        # page "Dorestad" states "the site was excavated" of Dorestad; a chunk "The wall and
+        # its branches measure about 21,196 kilometres" of a file headed "# The Great Wall of China")
+        beside |= held[sentence_lead]
+    if standing_for is not None:
+        # ... or in a sentence that stands for a name its page is about ("Marie Curie was born
+        # in Warsaw in 1867. She won the Nobel Prize ... She discovered polonium and radium.")
+        beside |= standing_for
+    # Context decides last over the whole page when the value is tied to the claim there: a
+    # sentence holding it holds some of the claim's other keywords (a "Zen-temple" two
+    # sentences before "A prerequisite to become "dai-oshō" is ..."), or the answer is bare,
+    # its claim the question, which the page may state in any sentence ("What a Friend We
+    # Have in Jesus" for "who wrote ..." "Charles Crozat Converse", named four sentences on).
+    tied = bare or (claim_held is not None and bool((claim_held[held] > 0).any()))
+    stated = np.isin(sentence_document, sentence_document[held]) if tied else beside
     if held.any():
         if subject_sources is None:
             swapped = _placed_elsewhere(k, held, facts, neighbours)
@@ -1325,7 +1350,7 @@ def keyword_status(
                 whole = _worded_rival(k, ~held, held, facts, answer, claim_held, at_least=claim_size)
                 if whole >= 0:
                     return "contradicted", np.zeros_like(held), whole
-            return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
+            return _unless_context_disagrees(k, held, stated, predicate, facts, answer, agreement, predicate_weight)
         agreeing = held & subject_sources[sentence_document]
         if agreeing.any():
             # The anchor's source holds it: the claim's values agree. But a page holds many
@@ -1345,7 +1370,7 @@ def keyword_status(
                 and _tied_to_subject(k, agreeing & subject_held, facts, subject_words, claim_held)
             ):
                 status, _, rival = _unless_context_disagrees(
-                    k, held, holding_sources, predicate, facts, answer,
+                    k, held, stated, predicate, facts, answer,
                     PREDICATE_AGREEMENT if agreement is None else agreement, predicate_weight,
                 )
                 if status != "supported":
@@ -1391,9 +1416,9 @@ def keyword_status(
                 # that every holder places beside another name, while it places another
                 # value beside the claim's subject, is that name's ("K2 is 8,849 m high."
                 # against "Mount Everest (8,849 m) is taller than K2 (8,611 m).").
-                beside = _placed_beside_another(k, agreeing, facts, subject_words, neighbours)
-                if beside >= 0:
-                    return "contradicted", np.zeros_like(held), beside
+                other = _placed_beside_another(k, agreeing, facts, subject_words, neighbours)
+                if other >= 0:
+                    return "contradicted", np.zeros_like(held), other
                 # ... and one that every holder states of another name it is about, while it
                 # places another value of its kind beside the claim's subject, is that name's
                 # ("Marine Le Pen won 66.1% of the vote." against "Emmanuel Macron won 66.1% of
@@ -1533,7 +1558,7 @@ def keyword_status(
         if whole >= 0:
             return "contradicted", np.zeros_like(held), whole
     if held.any():
-        return _unless_context_disagrees(k, held, holding_sources, predicate, facts, answer, agreement, predicate_weight)
+        return _unless_context_disagrees(k, held, stated, predicate, facts, answer, agreement, predicate_weight)
     return "unsupported", held, -1
 
 
@@ -2018,7 +2043,7 @@ def _subject_sentence_rival(
 def _unless_context_disagrees(
     k: KeywordFacts,
     held: np.ndarray,
-    holding_sources: np.ndarray,
+    stated: np.ndarray,
     predicate: np.ndarray,
     facts: list[SentenceFacts],
     answer: SentenceFacts,
@@ -2026,12 +2051,14 @@ def _unless_context_disagrees(
     predicate_weight: float,
 ) -> tuple[str, np.ndarray, int]:
     """The last step of :func:`keyword_status` for a held value no anchor source holds:
-    supported, unless the sources holding it state the predicate far worse than the best
-    sentence (then contradicted by it, or unsupported)."""
+    supported, unless the sentences that may state its claim with it (``stated``: those
+    holding it and those beside them, or their whole documents; see :func:`keyword_status`)
+    state the predicate far worse than the best sentence (then contradicted by it, or
+    unsupported)."""
     if agreement is not None:
         best = int(np.argmax(predicate))
         top = float(predicate[best])
-        if top >= PREDICATE_MINIMUM * predicate_weight and float(predicate[holding_sources].max()) < agreement * top:
+        if top >= PREDICATE_MINIMUM * predicate_weight and float(predicate[stated].max()) < agreement * top:
             if states_other_value(k, facts[best], answer):
                 return "contradicted", np.zeros_like(held), best
             return "unsupported", np.zeros_like(held), -1
