@@ -78,7 +78,16 @@ HOLIDAYS = [
     "secular state with a Constitution providing for freedom of religion. The Government has declared two Islamic "
     "holidays, Id Al-Fitr and Idi Qurbon, as State holidays.",
 ]
+# ... and the same passage cut mid-text, without its title: its first sentence is any sentence
+HOLIDAYS_CUT = [HOLIDAYS[0], HOLIDAYS[1].split("\n", 1)[1]]
 HOLIDAYS_QUESTION = "what are the two islamic holidays the government has declared as state holidays?"
+# a page whose lead opens with its subject states its claims about it in any sentence
+LYON_PAGE = [
+    "Lyon is the third-largest city in France. The old town is a UNESCO World Heritage Site. The silk industry made "
+    "the city rich in the 16th century. Its two rivers meet south of the centre. In 2020 the city had 522,250 "
+    "inhabitants.",
+    "Marseille is the second-largest city in France. In 2020 Marseille had 870,321 inhabitants.",
+]
 # ... a page that names its topic only in its title (PAQ_val_1672), one that names a value two
 # sentences before the claim it is tied to (PAQ_val_1760), and a bare answer's page whose
 # title states the question (nq-open-oracle-0088), cut
@@ -320,6 +329,9 @@ ROWS = [
      "Eid al-Adha, as state holidays.", "Sarvodaya", "contradicted", "0"),
     (HOLIDAYS_QUESTION, HOLIDAYS, "The Government of Tajikistan has declared two Islamic holidays, Eid ul-Fitr and "
      "Eid al-Adha, as state holidays.", "Islamic", "supported", "0"),
+    (HOLIDAYS_QUESTION, HOLIDAYS_CUT, "The Government of Tajikistan has declared two Sarvodaya holidays, Eid ul-Fitr "
+     "and Eid al-Adha, as state holidays.", "Sarvodaya", "contradicted", "0"),
+    ("", LYON_PAGE, "Lyon had 522,250 inhabitants in 2020.", "Lyon", "supported", "0"),
     # ... but a page states a claim about what its title names, a value is tied to the claim by
     # the claim's words its sentence holds, and a bare answer's question may be any sentence
     ("Why was the site excavated?", DORESTAD, "To find out more about the settlement and its prominence in the "

@@ -35,6 +35,7 @@ from tokenshapley_rag._support import (
     abbreviated_species,
     holding_mask,
     holding_masks,
+    is_heading,
     is_name,
     keyword_facts,
     keyword_status,
@@ -223,6 +224,7 @@ def assemble_citations(
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
             keywords=keywords, sentence_topic=sentence_topic, question_similarity=question_similarity,
             sentence_lead=document_leads(sentence_document),
+            headings=np.array([is_heading(r.text) for r in store.sentences], dtype=bool),
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -364,6 +366,7 @@ def keyword_statuses(
     sentence_topic: Sequence[str] = (),
     question_similarity: Callable[[], np.ndarray] | None = None,
     sentence_lead: np.ndarray | None = None,
+    headings: np.ndarray | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -385,8 +388,10 @@ def keyword_statuses(
     cosine of the question with each sentence under a sentence embedder; the documents that
     state the question (:func:`documents_stating`) are then that sentence's anchor, as the
     documents holding what a question names are. ``sentence_lead``: each sentence's
-    document's first sentence (:func:`document_leads`), whose document is about what it
-    names. ``keywords``: every unit of ``response``
+    document's first sentence (:func:`document_leads`), and ``headings``: whether each
+    sentence is a title or heading line (:func:`is_heading`); a document whose first
+    sentence is a heading, or opens with a name, is about what it names. ``keywords``: every
+    unit of ``response``
     (:func:`find_keywords`, stopwords included), for what stands beside each value
     (:func:`value_neighbours`)."""
     n_kw, n_sent = held.shape
@@ -661,7 +666,7 @@ def keyword_statuses(
             subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
             subject_words=() if the_subject is None or the_subject == r else kfacts[the_subject].words,
             subject_named=the_subject is None or the_subject in claim_members[kw_claim[r]],
-            sentence_lead=sentence_lead, bare=r in bare_set,
+            sentence_lead=sentence_lead, headings=headings, bare=r in bare_set,
             standing_for=standing_for(r) if cited[r][0].kind == "name" else None,
         )
         status, ok, rival = judge(subject_sources=subject_sources)

@@ -1139,6 +1139,22 @@ PRONOUNS = ("he", "she", "it", "they", "his", "her", "its", "their")
 PRONOUN_OPENER = re.compile(rf"\W*(?:{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
 
 
+_SENTENCE_ENDS = (".", "!", "?", "…", ":", ";", ",", "。", "！", "？")
+
+
+def is_heading(text: str) -> bool:
+    """Whether a sentence is a title or heading line: a markdown heading, or a line of at most
+    twelve words that does not end as a sentence does.
+
+    >>> [is_heading(t) for t in ("# The Great Wall of China", "Dorestad", "Buddhism in Thailand", "It is tall.")]
+    [True, True, True, False]
+    """
+    line = text.strip()
+    if line.startswith("#"):
+        return True
+    return bool(line) and len(line.split()) <= 12 and not line.endswith(_SENTENCE_ENDS)
+
+
 def _topic(lead: SentenceFacts) -> str:
     """The name a source's first sentence is about: the name it opens with ("The Eiffel
     Tower is ...": the opening "The" is a stopword), its capitalised opening word
@@ -1217,6 +1233,7 @@ def keyword_status(
     subject_words: tuple[str, ...] = (),
     subject_named: bool = True,
     sentence_lead: np.ndarray | None = None,
+    headings: np.ndarray | None = None,
     bare: bool = False,
     standing_for: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray, int]:
@@ -1261,7 +1278,8 @@ def keyword_status(
     Context decides last: a number, date or name found supported, that no source of its
     anchor holds (a name: even when one does, if the best sentence below is in an anchor
     source), is overturned when the sentences holding it, or beside one (next to it in its
-    document, in a document whose first sentence ``sentence_lead`` holds it, or, for a name,
+    document, in a document whose first sentence ``sentence_lead``, a heading or, for a
+    name, a lead opening with it, holds it, or, for a name,
     standing for it on its page; every sentence of their documents when a holder holds some
     of the claim's other keywords or the answer is ``bare``), state its predicate at less
     than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
@@ -1293,7 +1311,8 @@ def keyword_status(
     page's sentence about the subject that states another value of its kind and at least as
     many of the claim's other keywords (:func:`_subject_sentence_rival`).
 
-    ``sentence_lead``: each sentence's document's first sentence (its index), or None; ``bare``:
+    ``sentence_lead``: each sentence's document's first sentence (its index), or None;
+    ``headings``: whether each sentence is a title or heading line (:func:`is_heading`); ``bare``:
     the keyword's answer sentence says nothing but values (its predicate is the question's);
     ``standing_for``: for a name, the sentences that stand for it (a pronoun sentence on a page
     about it, :attr:`SentenceFacts.implied`), or None.
@@ -1322,10 +1341,18 @@ def keyword_status(
     beside[1:] |= held[:-1] & same_document
     beside[:-1] |= held[1:] & same_document
     if sentence_lead is not None:
-        # ... or anywhere in a document whose first sentence, its title or lead, holds it (a
-        # page "Dorestad" states "the site was excavated" of Dorestad; a chunk "The wall and
-        # its branches measure about 21,196 kilometres" of a file headed "# The Great Wall of China")
-        beside |= held[sentence_lead]
+        # ... or anywhere in a document whose first sentence names what it is about and holds
+        # it: a title or heading (a page "Dorestad" states "the site was excavated" of
+        # Dorestad; a chunk "The wall and its branches measure about 21,196 kilometres" of a
+        # file headed "# The Great Wall of China"), or, for a name, a lead opening with it
+        # ("Lyon is the third-largest city in France. ..."). Not a passage cut mid-text,
+        # whose first sentence is any sentence ("like Dharmapāla's teachings ..., while
+        # Sarvodaya has emphasized ...").
+        for lead in np.flatnonzero(held & (sentence_lead == np.arange(len(held)))).tolist():
+            if (headings is not None and headings[lead]) or (
+                k.kind == "name" and set(k.words) <= set(_topic(facts[lead]).split())
+            ):
+                beside |= sentence_lead == lead
     if standing_for is not None:
         # ... or in a sentence that stands for a name its page is about ("Marie Curie was born
         # in Warsaw in 1867. She won the Nobel Prize ... She discovered polonium and radium.")
