@@ -331,9 +331,10 @@ ROWS = [
      "Eid al-Adha, as state holidays.", "Islamic", "supported", "0"),
     (HOLIDAYS_QUESTION, HOLIDAYS_CUT, "The Government of Tajikistan has declared two Sarvodaya holidays, Eid ul-Fitr "
      "and Eid al-Adha, as state holidays.", "Sarvodaya", "contradicted", "0"),
+    # ... but a page states a claim about what its title or its lead names, a value is tied to
+    # the claim by the claim's words its sentence holds, and a bare answer's question may be any
+    # sentence
     ("", LYON_PAGE, "Lyon had 522,250 inhabitants in 2020.", "Lyon", "supported", "0"),
-    # ... but a page states a claim about what its title names, a value is tied to the claim by
-    # the claim's words its sentence holds, and a bare answer's question may be any sentence
     ("Why was the site excavated?", DORESTAD, "To find out more about the settlement and its prominence in the "
      "early Middle Ages the site in Dorestad was excavated.", "Dorestad", "supported", "0"),
     ("", ZEN, 'In a Zen-temple, a prerequisite to become "dai-oshō" is to do "ango", a period of 90 or 100 days of '

@@ -1277,15 +1277,16 @@ def keyword_status(
 
     Context decides last: a number, date or name found supported, that no source of its
     anchor holds (a name: even when one does, if the best sentence below is in an anchor
-    source), is overturned when the sentences holding it, or beside one (next to it in its
-    document, in a document whose first sentence ``sentence_lead``, a heading or, for a
-    name, a lead opening with it, holds it, or, for a name,
-    standing for it on its page; every sentence of their documents when a holder holds some
-    of the claim's other keywords or the answer is ``bare``), state its predicate at less
-    than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best sentence's predicate
-    value, when that is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight`` (the
-    predicate game's total weight, the most its value can be); it is then contradicted by
-    that sentence when it states another value of the keyword's kind, else unsupported.
+    source), is overturned when the sentences that may state its claim with it state its
+    predicate at less than ``agreement`` (:data:`PREDICATE_AGREEMENT`) times the best
+    sentence's predicate value, when that is at least :data:`PREDICATE_MINIMUM` times
+    ``predicate_weight`` (the predicate game's total weight, the most its value can be); it
+    is then contradicted by that sentence when it states another value of the keyword's
+    kind, else unsupported. Those sentences are the ones holding it and those beside them: the next and previous
+    sentence of its document, every sentence of a document whose first sentence
+    (``sentence_lead``) holds it and is a heading or, for a name, opens with it, and, for a
+    name, the sentences ``standing_for`` it; or every sentence of their documents when a
+    holder holds some of the claim's other keywords or the answer is ``bare``.
     ``agreement=None`` skips this outside the anchor (a capitalised word that opens the
     answer sentence is only a name by the sources' spelling, and its predicate may be any
     sentence's); within the anchor :data:`PREDICATE_AGREEMENT` applies.
