@@ -219,12 +219,14 @@ def assemble_citations(
         np.asarray(clause_starts, dtype=np.int64), answer_tokens.offsets[:, 0], side="right"
     ) if clause_starts else answer_sentence
     with step("statuses"):
+        # Whether a document's first sentence is a title or heading line, asked only of the
+        # few that hold a keyword (a long context has hundreds of documents).
+        heading = functools.cache(lambda j: is_heading(store.sentences[j].text))
         statuses, allowed, rivals = keyword_statuses(
             cited, kfacts, held, scores, answer_sentence, answer_spans, response, sentence_document, facts,
             int(source_document.max()) + 1, retyped, answer_clause, context_scale, query, question_predicate,
             keywords=keywords, sentence_topic=sentence_topic, question_similarity=question_similarity,
-            sentence_lead=document_leads(sentence_document),
-            headings=np.array([is_heading(r.text) for r in store.sentences], dtype=bool),
+            sentence_lead=document_leads(sentence_document), heading=heading,
         )
     with step("citations"):
         # A keyword is ranked among the sources it may be cited by (a source's score sums
@@ -366,7 +368,7 @@ def keyword_statuses(
     sentence_topic: Sequence[str] = (),
     question_similarity: Callable[[], np.ndarray] | None = None,
     sentence_lead: np.ndarray | None = None,
-    headings: np.ndarray | None = None,
+    heading: Callable[[int], bool] | None = None,
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Each keyword's status, the sentences it may be cited by, and its conflicting sentence
     (-1: none): :func:`keyword_status` with the predicate game's values. ``retyped``: the
@@ -388,9 +390,9 @@ def keyword_statuses(
     cosine of the question with each sentence under a sentence embedder; the documents that
     state the question (:func:`documents_stating`) are then that sentence's anchor, as the
     documents holding what a question names are. ``sentence_lead``: each sentence's
-    document's first sentence (:func:`document_leads`), and ``headings``: whether each
-    sentence is a title or heading line (:func:`is_heading`); a document whose first
-    sentence is a heading, or opens with a name, is about what it names. ``keywords``: every
+    document's first sentence (:func:`document_leads`), and ``heading``: whether sentence
+    ``j`` is a title or heading line (:func:`is_heading`); a document whose first sentence is
+    a heading, or opens with a name, is about what it names. ``keywords``: every
     unit of ``response``
     (:func:`find_keywords`, stopwords included), for what stands beside each value
     (:func:`value_neighbours`)."""
@@ -666,7 +668,7 @@ def keyword_statuses(
             subject_held=None if the_subject is None or the_subject == r else subject_sentences(the_subject),
             subject_words=() if the_subject is None or the_subject == r else kfacts[the_subject].words,
             subject_named=the_subject is None or the_subject in claim_members[kw_claim[r]],
-            sentence_lead=sentence_lead, headings=headings, bare=r in bare_set,
+            sentence_lead=sentence_lead, heading=heading, bare=r in bare_set,
             standing_for=standing_for(r) if cited[r][0].kind == "name" else None,
         )
         status, ok, rival = judge(subject_sources=subject_sources)

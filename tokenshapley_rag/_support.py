@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1233,7 +1233,7 @@ def keyword_status(
     subject_words: tuple[str, ...] = (),
     subject_named: bool = True,
     sentence_lead: np.ndarray | None = None,
-    headings: np.ndarray | None = None,
+    heading: Callable[[int], bool] | None = None,
     bare: bool = False,
     standing_for: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray, int]:
@@ -1313,7 +1313,7 @@ def keyword_status(
     many of the claim's other keywords (:func:`_subject_sentence_rival`).
 
     ``sentence_lead``: each sentence's document's first sentence (its index), or None;
-    ``headings``: whether each sentence is a title or heading line (:func:`is_heading`); ``bare``:
+    ``heading``: whether sentence ``j`` is a title or heading line (:func:`is_heading`); ``bare``:
     the keyword's answer sentence says nothing but values (its predicate is the question's);
     ``standing_for``: for a name, the sentences that stand for it (a pronoun sentence on a page
     about it, :attr:`SentenceFacts.implied`), or None.
@@ -1349,8 +1349,10 @@ def keyword_status(
         # ("Lyon is the third-largest city in France. ..."). Not a passage cut mid-text,
         # whose first sentence is any sentence ("like Dharmapāla's teachings ..., while
         # Sarvodaya has emphasized ...").
-        for lead in np.flatnonzero(held & (sentence_lead == np.arange(len(held)))).tolist():
-            if (headings is not None and headings[lead]) or (
+        for lead in np.unique(sentence_lead[held]).tolist():
+            if not held[lead]:
+                continue
+            if (heading is not None and heading(lead)) or (
                 k.kind == "name" and set(k.words) <= set(_topic(facts[lead]).split())
             ):
                 beside |= sentence_lead == lead
