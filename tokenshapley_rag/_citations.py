@@ -392,10 +392,9 @@ def keyword_statuses(
     documents holding what a question names are. ``sentence_lead``: each sentence's
     document's first sentence (:func:`document_leads`), and ``heading``: whether sentence
     ``j`` is a title or heading line (:func:`is_heading`); a document whose first sentence is
-    a heading, or opens with a name, is about what it names. ``keywords``: every
-    unit of ``response``
-    (:func:`find_keywords`, stopwords included), for what stands beside each value
-    (:func:`value_neighbours`)."""
+    a heading, or opens with a name, is about what it names. ``keywords``: every unit of
+    ``response`` (:func:`find_keywords`, stopwords included), for what stands beside each
+    value (:func:`value_neighbours`)."""
     n_kw, n_sent = held.shape
     if n_kw == 0:
         return [], held.copy(), []

@@ -1271,8 +1271,8 @@ def keyword_status(
     ``topic``, also when it holds some of the claim's other keywords or its predicate value
     is at least :data:`PREDICATE_MINIMUM` times ``predicate_weight``). The subject itself is
     overturned only by a clearly better predicate (``tolerance = 1 / PREDICATE_TOLERANCE``):
-    when the subject and the values come from different documents stating the same predicate, the claim is about
-    its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
+    when the subject and the values come from different documents stating the same
+    predicate, the claim is about its subject, and the values are what is wrong. Failing that, a held keyword is supported (by sentences
     of other sources: an answer may combine sources) and an unheld one is unsupported.
 
     Context decides last: a number, date or name found supported, that no source of its
@@ -1282,11 +1282,12 @@ def keyword_status(
     sentence's predicate value, when that is at least :data:`PREDICATE_MINIMUM` times
     ``predicate_weight`` (the predicate game's total weight, the most its value can be); it
     is then contradicted by that sentence when it states another value of the keyword's
-    kind, else unsupported. Those sentences are the ones holding it and those beside them: the next and previous
-    sentence of its document, every sentence of a document whose first sentence
-    (``sentence_lead``) holds it and is a heading or, for a name, opens with it, and, for a
-    name, the sentences ``standing_for`` it; or every sentence of their documents when a
-    holder holds some of the claim's other keywords or the answer is ``bare``.
+    kind, else unsupported. Those sentences are the ones holding it and those beside them:
+    the next and previous sentence of its document, every sentence of a document whose
+    first sentence (``sentence_lead``) holds it and is a heading or, for a name, opens with
+    it, and, for a name, the sentences ``standing_for`` it; or every sentence of their
+    documents when a holder holds some of the claim's other keywords or the answer is
+    ``bare``.
     ``agreement=None`` skips this outside the anchor (a capitalised word that opens the
     answer sentence is only a name by the sources' spelling, and its predicate may be any
     sentence's); within the anchor :data:`PREDICATE_AGREEMENT` applies.
