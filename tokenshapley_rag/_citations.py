@@ -22,7 +22,7 @@ from tokenshapley_rag._names import fold, is_numeral
 from tokenshapley_rag._negation import negation_heads, negation_scopes
 from tokenshapley_rag._question_documents import documents_stating
 from tokenshapley_rag._result import AttributionResult, TokenScores
-from tokenshapley_rag._segment import SECTION_HEADING, Keyword, find_keywords, split_sentences
+from tokenshapley_rag._segment import _NON_KEYWORDS, SECTION_HEADING, Keyword, find_keywords, split_sentences
 from tokenshapley_rag._sources import document_index
 from tokenshapley_rag._support import (
     PREDICATE_AGREEMENT,
@@ -535,7 +535,8 @@ def keyword_statuses(
             # physics") is still about something: with a sentence embedder, the documents that
             # state it are the anchor, and a name only an unrelated passage holds ("America's
             # Got Talent", from a page on the show) is judged as one no source of it holds.
-            question_anchor = documents_stating(question_similarity(), sentence_document, n_documents)
+            saying = np.array([bool(f.lowercase - _NON_KEYWORDS) for f in facts], dtype=bool)
+            question_anchor = documents_stating(question_similarity(), sentence_document, n_documents, saying=saying)
     held_anywhere = held_by_document.any(axis=1).tolist()
     asked_facts_of_query = [sentence_facts(query)] if query.strip() else []
     asked_value = [

@@ -9,7 +9,28 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["add_limit_options", "int_at_least", "limit_options", "positive_seconds"]
+from tokenshapley_rag._defaults import DEFAULT_QUESTION_EMBEDDER, QUESTION_EMBEDDERS
+
+__all__ = [
+    "QUESTION_EMBEDDER_CHOICES", "add_limit_options", "int_at_least", "limit_options", "positive_seconds",
+    "question_embedder_option",
+]
+
+#: ``--question-embedder``'s values: a bundled embedder's name, or ``none`` (off).
+QUESTION_EMBEDDER_CHOICES = (*QUESTION_EMBEDDERS, "none")
+
+
+def question_embedder_option(args: argparse.Namespace) -> str | None:
+    """``--question-embedder`` as ``TokenShapley(question_embedder=...)`` takes it:
+    ``none`` is None, and a command without the option gets the default.
+
+    >>> question_embedder_option(argparse.Namespace(question_embedder="none")) is None
+    True
+    >>> question_embedder_option(argparse.Namespace())
+    'all-MiniLM-L6-v2'
+    """
+    value = getattr(args, "question_embedder", DEFAULT_QUESTION_EMBEDDER)
+    return None if value == "none" else value
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

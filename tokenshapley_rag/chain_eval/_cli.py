@@ -54,11 +54,12 @@ def run_evaluate_chain(args: argparse.Namespace) -> int:
         app_dir = os.path.abspath(args.app_dir)
         if app_dir not in sys.path:
             sys.path.insert(0, app_dir)
-    from tokenshapley_rag._cli_options import limit_options
+    from tokenshapley_rag._cli_options import limit_options, question_embedder_option
+    from tokenshapley_rag._defaults import DEFAULT_QUESTION_EMBEDDER
 
     options = {"dtype": args.dtype} if getattr(args, "dtype", "float32") != "float32" else {}
-    if getattr(args, "question_embedder", None) is not None:
-        options["question_embedder"] = args.question_embedder
+    if question_embedder_option(args) != DEFAULT_QUESTION_EMBEDDER:  # the engine's default otherwise
+        options["question_embedder"] = question_embedder_option(args)
     config = AttributorConfig(
         model=args.model, layer=args.layer, k=args.k, m=args.m,
         cache_dir=str(args.cache_dir) if args.cache_dir is not None else None,

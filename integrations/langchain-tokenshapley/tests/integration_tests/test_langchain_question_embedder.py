@@ -1,6 +1,7 @@
-"""A retrieval chain over pages that disagree, with TokenShapley's question embedder: a short
-answer to a lowercase question, taken from the retrieved page about something else, is
-flagged; the right one stays supported (tokenshapley-rag's docs/method.md §8)."""
+"""A retrieval chain over pages that disagree, with TokenShapley's question embedder (the
+default) and without it: a short answer to a lowercase question, taken from the retrieved page
+about something else, is flagged; the right one stays supported (tokenshapley-rag's
+docs/method.md §8)."""
 
 from __future__ import annotations
 
@@ -27,20 +28,20 @@ def bridge_retriever(embeddings):
 
 
 @pytest.fixture(scope="module")
-def with_embedder(ts):
+def without_embedder(ts):
     from tokenshapley_rag import TokenShapley
 
-    return TokenShapley(ts.encoder, cache_dir=ts.cache.root.parent if ts.cache.root else None,
-                        question_embedder="all-MiniLM-L6-v2")
+    return TokenShapley(ts.encoder, cache_dir=ts.cache.root.parent if ts.cache.root else None, question_embedder=None)
 
 
 @pytest.mark.parametrize("case", BRIDGES["cases"], ids=lambda case: f"{case['question']}-{case['answer']}")
-def test_a_short_answer_from_the_other_retrieved_page_is_flagged(ts, with_embedder, bridge_retriever, prompt, lc, case):
+def test_a_short_answer_from_the_other_retrieved_page_is_flagged(ts, without_embedder, bridge_retriever, prompt, lc, case):
     question, answer = case["question"], case["answer"]
     chain = lc.rag_chain(bridge_retriever, prompt, lc.KeyedFakeLLM(answers={question: answer}))
     out = chain.invoke({"input": question})
     assert {d.id for d in out["context"]} == set(BRIDGES["retrieved"])
-    for engine, expected in ((ts, case["without"]), (with_embedder, case["with_option"])):
+    assert ts.config["question_embedder"] == "all-MiniLM-L6-v2"  # the default engine has it
+    for engine, expected in ((without_embedder, case["without"]), (ts, case["with_embedder"])):
         (citation,) = TokenShapleyCitations(engine).invoke(out)
         assert (citation["text"], citation["status"]) == (answer, expected)
         assert (citation["doc_id"] is None) == (expected != "supported")
