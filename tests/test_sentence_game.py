@@ -3,13 +3,16 @@ definition, and the evidence ranking rule by hand."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenshapley_rag._sentence_game import content_words, evidence_scores, sentence_game_values, unit_rows
-from tokenshapley_rag.errors import InvalidInputError
+from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.shapley import knn_shapley_brute_force, knn_utility
 
 def _cosines(a, u):
@@ -159,8 +162,91 @@ def test_question_rule_reads_the_claim_with_its_question():
     np.testing.assert_allclose(got, 64.0 * game)
     # "theme" and "song", held only by the page the question was written from, rank it first
     assert got[1] > got[0]
-    # with no question, the claim is the answer sentence alone: the sentence-game rule
+    # with no question, the claim is the answer sentence alone: the sentence-game rule, its
+    # weight (4) included
     alone = rule.score_sentences("", sources, "Taylor Swift.", units).scores
-    plain = TokenShapleyAttributor(fake_ts, evidence="sentence-game", evidence_weight=64.0, evidence_passage=0.0)
+    plain = TokenShapleyAttributor(fake_ts, evidence="sentence-game", evidence_weight=4.0, evidence_passage=0.0)
     plain._embedder = embedder
     np.testing.assert_allclose(alone, plain.score_sentences("", sources, "Taylor Swift.", units).scores)
+
+
+# --------------------------------------------------------------------------- TokenShapley.rank_evidence
+
+EVIDENCE_SOURCES = [
+    "The Eiffel Tower was completed in 1889. It stands on the Champ de Mars in Paris.",
+    "Big Ben is the nickname of the Great Bell of the clock in London. The tower was completed in 1859.",
+    "Gustave Eiffel's company designed and built the tower for the 1889 World's Fair.",
+]
+EVIDENCE_QUESTION = "Which company designed the tower in Paris?"
+EVIDENCE_ANSWER = "Gustave Eiffel's firm drew up the plans."
+
+
+@pytest.fixture(scope="module")
+def evidence_engine(ts, bag_of_words):
+    """The session's encoder with a bag-of-words embedder (the rule is checked, not MiniLM)."""
+    from tokenshapley_rag import TokenShapley
+
+    embedder = bag_of_words()
+    engine = TokenShapley(ts.encoder, cache_dir=ts.cache.root.parent if ts.cache.root else None, question_embedder=embedder)
+    return engine, embedder, engine.attribute(EVIDENCE_QUESTION, EVIDENCE_SOURCES, EVIDENCE_ANSWER)
+
+
+def _expected(result, embed, *, claim_with_question, weight):
+    """The rule recomputed from its parts (each tested by hand and against brute force above)."""
+    rows = result.sentence_scores
+    texts = [r.sentence for r in rows]
+    parts = [EVIDENCE_ANSWER]
+    if claim_with_question:
+        parts = [f"{EVIDENCE_QUESTION} {EVIDENCE_ANSWER}"]
+    game = sentence_game_values(parts, embed(parts), texts, embed(texts))
+    sources = [int(r.source_id) for r in rows]
+    return evidence_scores(np.array([r.keyword_score for r in rows]), game, sources, weight=weight, passage=1.0), game
+
+
+@pytest.mark.parametrize("rule, claim_with_question, weight", [
+    ("sentence-game", False, 4.0), ("question-sentence-game", True, 64.0),
+])
+def test_rank_evidence_is_the_rule_over_the_results_sentences(evidence_engine, rule, claim_with_question, weight):
+    engine, embedder, result = evidence_engine
+    ranked = engine.rank_evidence(result, rule=rule)
+    scores, game = _expected(result, embedder, claim_with_question=claim_with_question, weight=weight)
+    rows = result.sentence_scores
+    order = np.argsort(-scores, kind="stable")
+    assert [(e.source_id, e.sentence_index) for e in ranked] == [(rows[i].source_id, rows[i].sentence_index) for i in order]
+    np.testing.assert_allclose([e.score for e in ranked], scores[order])
+    np.testing.assert_allclose([e.game for e in ranked], game[order])
+    assert [e.keyword_score for e in ranked] == [rows[i].keyword_score for i in order]
+    assert ranked[0].sentence == EVIDENCE_SOURCES[2]  # the sentence the answer paraphrases
+    assert set(ranked[0].to_dict()) == {
+        "source_id", "sentence_index", "sentence", "sentence_start", "sentence_end", "score", "keyword_score", "game"
+    }
+
+
+def test_rank_evidence_by_keyword_score_embeds_nothing(evidence_engine):
+    engine, embedder, result = evidence_engine
+    embedder.calls.clear()
+    ranked = engine.rank_evidence(result, rule="keyword", top_k=2)
+    rows = sorted(result.sentence_scores, key=lambda r: -r.keyword_score)  # sorted() is stable
+    assert [(e.source_id, e.sentence_index, e.score) for e in ranked] == [
+        (r.source_id, r.sentence_index, r.keyword_score) for r in rows[:2]
+    ]
+    assert all(e.game == 0.0 for e in ranked) and embedder.calls == []
+
+
+def test_rank_evidence_without_a_question_is_the_sentence_game_rule(evidence_engine):
+    engine, _, result = evidence_engine
+    bare = dataclasses.replace(result, query="")
+    assert [e.score for e in engine.rank_evidence(bare)] == [e.score for e in engine.rank_evidence(bare, rule="sentence-game")]
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"rule": "bm25"}, InvalidInputError, "rule must be one of 'keyword', 'sentence-game', 'question-sentence-game', got 'bm25'"),
+    ({"top_k": 0}, InvalidInputError, "top_k must be"),
+    ({"top_k": 2.5}, InvalidInputTypeError, "top_k must be"),
+])
+def test_rank_evidence_refuses_bad_options_by_name(evidence_engine, kwargs, error, message):
+    engine, _, result = evidence_engine
+    with pytest.raises(error, match=re.escape(message)):
+        engine.rank_evidence(result, **kwargs)
+    with pytest.raises(InvalidInputTypeError, match="result must be an AttributionResult, got dict"):
+        engine.rank_evidence(result.to_dict())

@@ -17,6 +17,7 @@ from tokenshapley_rag._lazy import lazy_attributes
 
 from tokenshapley_rag._render import footnote_numbers, render_html, render_markdown
 from tokenshapley_rag._types import (
+    EvidenceSentence,
     KeywordCitation,
     SentenceCitations,
     SentenceScore,
@@ -89,6 +90,7 @@ __all__ = [
     "SentenceCitations",
     "SentenceVerdict",
     "SentenceScore",
+    "EvidenceSentence",
     "Source",
     "SourceAttribution",
     "StreamStateError",

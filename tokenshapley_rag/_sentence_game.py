@@ -17,23 +17,26 @@ A sentence's value is the sum of its exact Shapley values over every (sentence, 
 so it is the exact Shapley value of the summed game. With ``K = 1`` a word credits the
 nearest sentences that hold it and charges the nearer ones that do not.
 
-The embeddings come from the caller (the benchmark uses the bundled all-MiniLM-L6-v2); the
-game itself is pure numpy.
+The embeddings come from the caller (``TokenShapley.rank_evidence`` and the benchmark use the
+bundled all-MiniLM-L6-v2); the game itself is pure numpy.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tokenshapley_rag._segment import FILLERS, STOPWORDS
+from tokenshapley_rag._segment import FILLERS, STOPWORDS, split_sentences
 from tokenshapley_rag.errors import InvalidInputError
 from tokenshapley_rag.shapley import knn_shapley_batch
 
-__all__ = ["content_words", "evidence_scores", "sentence_game_values", "unit_rows"]
+__all__ = [
+    "EVIDENCE_PASSAGE", "EVIDENCE_RULES", "EVIDENCE_WEIGHT", "QUESTION_EVIDENCE_WEIGHT", "content_words",
+    "evidence_ranking", "evidence_scores", "sentence_game_values", "unit_rows",
+]
 
 _WORD = re.compile(r"\w+")
 _NON_CONTENT = STOPWORDS | FILLERS
@@ -152,3 +155,72 @@ def evidence_scores(
         np.maximum.at(best, src, r)
         r = r + float(passage) * best[src]
     return r
+
+
+#: The evidence rules (docs/method.md §9): ``keyword`` ranks by ``keyword_score`` alone;
+#: ``sentence-game`` by :func:`evidence_scores` with each answer sentence's game;
+#: ``question-sentence-game`` by the same rule with each answer sentence's claim read with
+#: its question ("The question's claim").
+EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game", "question-sentence-game")
+#: The sentence game's weight in the evidence rule, chosen on dev (docs/reports/paraphrase.md):
+#: 4 for the answer's sentences (WiCE claims 1-20 and NQ questions 1-40), 64 for the claim
+#: read with its question (NQ questions 1-40).
+EVIDENCE_WEIGHT = 4.0
+QUESTION_EVIDENCE_WEIGHT = 64.0
+#: The passage term's weight (the best score of the sentence's source).
+EVIDENCE_PASSAGE = 1.0
+
+
+def evidence_ranking(
+    keyword_scores: Sequence[float],
+    sentences: Sequence[str],
+    sources: Sequence[int],
+    response: str,
+    query: str,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    *,
+    rule: str,
+    weight: float | None = None,
+    passage: float = EVIDENCE_PASSAGE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate sentence's evidence score under ``rule`` (:data:`EVIDENCE_RULES`),
+    higher ranking first, and its value in the sentence game (zeros under ``keyword``): two
+    arrays of shape ``(len(sentences),)``.
+
+    ``keyword``: the ``keyword_scores`` themselves. ``sentence-game``: :func:`evidence_scores`
+    of them and the sentence game of ``response``'s sentences (each queried with its own
+    embedding), ``weight`` defaulting to :data:`EVIDENCE_WEIGHT`.
+    ``question-sentence-game``: the game of the claim each answer sentence makes with its
+    question (queried with the embedding of ``query`` and ``response`` together, over the
+    words of both: a bare answer, "Taylor Swift", says what it says only with its question),
+    ``weight`` defaulting to :data:`QUESTION_EVIDENCE_WEIGHT`; with an empty ``query`` it is
+    ``sentence-game``, weight included. ``sources``: each sentence's source (the passage
+    term's groups); ``embed``: texts to one row per text (all-MiniLM-L6-v2 chose the weights).
+
+    The sentence nearest "Paris." holds "paris": it wins the word's game (value 1), weighted
+    4, plus the passage term (the best score of its source, itself):
+
+    >>> table = {"Paris.": [1.0, 0.0], "Paris is in France.": [1.0, 0.1], "Rome is in Italy.": [0.0, 1.0]}
+    >>> embed = lambda texts: np.array([table[t] for t in texts])
+    >>> scores, game = evidence_ranking([0.0, 0.0], ["Rome is in Italy.", "Paris is in France."], [0, 1],
+    ...                                 "Paris.", "", embed, rule="sentence-game")
+    >>> scores.tolist(), game.tolist()
+    ([0.0, 8.0], [0.0, 1.0])
+    """
+    if rule not in EVIDENCE_RULES:
+        raise InvalidInputError(f"rule must be one of {', '.join(map(repr, EVIDENCE_RULES))}, got {rule!r}")
+    keyword = np.asarray(keyword_scores, dtype=np.float64)
+    if rule == "keyword" or not len(sentences):
+        return keyword.copy(), np.zeros(len(keyword))
+    parts = [response[a:b] for a, b in split_sentences(response)] or [response]
+    question = query.strip()
+    if rule == "question-sentence-game" and question:
+        parts = [f"{question} {part}" for part in parts]
+        queries = np.repeat(embed([f"{question} {response}".strip()]), len(parts), axis=0)
+        default_weight = QUESTION_EVIDENCE_WEIGHT
+    else:
+        queries = embed(parts)
+        default_weight = EVIDENCE_WEIGHT
+    game = sentence_game_values(parts, queries, sentences, embed(list(sentences)))
+    scores = evidence_scores(keyword, game, sources, weight=default_weight if weight is None else weight, passage=passage)
+    return scores, game

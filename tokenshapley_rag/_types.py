@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
-    "display_name", "page_of", "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations", "SentenceScore", "SentenceVerdict",
+    "display_name", "page_of", "EvidenceSentence", "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations",
+    "SentenceScore", "SentenceVerdict",
 ]
 
 
@@ -277,6 +278,30 @@ class SentenceScore:
             "score": float(self.score),
             "keyword_score": float(self.keyword_score),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSentence:
+    """One source sentence of an evidence ranking (:meth:`TokenShapley.rank_evidence`).
+
+    ``score`` is the ranking rule's score (higher ranks first); ``keyword_score`` is the
+    sentence's :attr:`SentenceScore.keyword_score`, and ``game`` its value in the sentence
+    game of the answer (0 under the ``keyword`` rule), the two terms the rule combines
+    (docs/method.md §9).
+    """
+
+    source_id: str
+    sentence_index: int
+    sentence: str
+    sentence_start: int
+    sentence_end: int
+    score: float
+    keyword_score: float
+    game: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields (built with plain ints and floats)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

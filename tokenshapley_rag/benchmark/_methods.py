@@ -11,8 +11,14 @@ import numpy as np
 from tokenshapley_rag._attribution import TokenShapley
 from tokenshapley_rag._cli_options import question_embedder_option
 from tokenshapley_rag._defaults import DEFAULT_QUESTION_EMBEDDER
-from tokenshapley_rag._segment import split_sentences
-from tokenshapley_rag._sentence_game import evidence_scores, sentence_game_values
+from tokenshapley_rag._sentence_game import (
+    EVIDENCE_PASSAGE,
+    EVIDENCE_RULES,
+    EVIDENCE_WEIGHT,
+    QUESTION_EVIDENCE_WEIGHT,
+    evidence_ranking,
+    sentence_game_values,
+)
 from tokenshapley_rag._params import Options, validate_params
 from tokenshapley_rag._result import AttributionResult
 from tokenshapley_rag._types import Source
@@ -31,16 +37,6 @@ __all__ = [
 ]
 
 METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELINE_NAMES)
-#: Sentence-ranking rules of TokenShapley (``--evidence``): ``keyword`` ranks by
-#: ``SentenceScore.keyword_score``; ``sentence-game`` by the evidence rule of docs/method.md §9;
-#: ``question-sentence-game`` by the same rule with each answer sentence's claim read with
-#: the question (§9, "The question's claim").
-EVIDENCE_RULES: tuple[str, ...] = ("keyword", "sentence-game", "question-sentence-game")
-#: The evidence rule's weights (chosen on dev, docs/reports/paraphrase.md): the sentence
-#: game's weight per rule, and the passage term's.
-EVIDENCE_WEIGHT = 4.0
-QUESTION_EVIDENCE_WEIGHT = 64.0
-EVIDENCE_PASSAGE = 1.0
 #: Span rules of TokenShapley (``--span-rule``): ``context`` scores a span by its context game
 #: (docs/method.md §5); ``sentence-game`` adds, among the sources that hold the span word for
 #: word, the sentence game of its answer sentence (docs/method.md §10).
@@ -99,14 +95,17 @@ class TokenShapleyAttributor:
     The datastore of repeated sources comes from the sentence cache.
 
     ``evidence="sentence-game"`` ranks sentences by the evidence rule of docs/method.md §9
-    instead: ``keyword_score + weight * sentence game``, plus ``passage`` times the best such
-    score in the sentence's source. The sentence game's embeddings are all-MiniLM-L6-v2's
-    (the EmbSim model; loaded on first use). Span scores are unchanged by it.
+    instead (:func:`~tokenshapley_rag._sentence_game.evidence_ranking`, as
+    ``TokenShapley.rank_evidence`` does over the result's own sentences):
+    ``keyword_score + weight * sentence game``, plus ``passage`` times the best such score in
+    the sentence's source. The sentence game's embeddings are all-MiniLM-L6-v2's (the EmbSim
+    model; loaded on first use). Span scores are unchanged by it.
     ``evidence="question-sentence-game"`` plays each answer sentence's game as the claim the
     question and the sentence make together: queried with the embedding of the question
     followed by the sentence, over the content words of both (a bare answer, "Taylor Swift",
     says what it says only with its question); ``evidence_weight`` defaults to
-    :data:`QUESTION_EVIDENCE_WEIGHT` for it. With no question it is ``sentence-game``.
+    :data:`QUESTION_EVIDENCE_WEIGHT` for it. With no question it is ``sentence-game``, its
+    weight included.
 
     ``span_rule="sentence-game"`` adds to a span's per-source scores, when two or more sources
     hold the span word for word, ``span_weight`` times the sentence game of the span's answer
@@ -125,6 +124,8 @@ class TokenShapleyAttributor:
             {"evidence": evidence, "span_rule": span_rule},
         )
         self.ts = ts
+        # None: the rule's own weight (evidence_ranking), recorded in the config as that
+        self._weight_given = None if evidence_weight is None else float(evidence_weight)
         if evidence_weight is None:
             evidence_weight = QUESTION_EVIDENCE_WEIGHT if evidence == "question-sentence-game" else EVIDENCE_WEIGHT
         self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
@@ -196,18 +197,9 @@ class TokenShapleyAttributor:
             sentences, ((s.source_id, s.sentence_start, s.sentence_end, s.keyword_score) for s in res.sentence_scores)
         )
         if self.evidence != "keyword" and len(sentences):
-            parts = [response[a:b] for a, b in split_sentences(response)] or [response]
-            if self.evidence == "question-sentence-game" and query.strip():
-                # The claim a sentence makes is read with its question: the game's query is the
-                # embedding of the question and the answer together, its words those of both.
-                parts = [f"{query.strip()} {part}" for part in parts]
-                queries = np.repeat(self._embed([f"{query.strip()} {response}".strip()]), len(parts), axis=0)
-            else:
-                queries = self._embed(parts)
-            texts = [u.text for u in sentences]
-            game = sentence_game_values(parts, queries, texts, self._embed(texts))
-            scores = evidence_scores(
-                scores, game, [u.source_index for u in sentences], weight=self.evidence_weight, passage=self.evidence_passage
+            scores, _ = evidence_ranking(
+                scores, [u.text for u in sentences], [u.source_index for u in sentences], response, query, self._embed,
+                rule=self.evidence, weight=self._weight_given, passage=self.evidence_passage,
             )
         return SentenceScores(
             scores,
