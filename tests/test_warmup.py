@@ -84,3 +84,21 @@ def test_an_engine_with_small_size_limits_still_warms_up(ts, monkeypatch):
     assert (ts.max_source_chars, ts.max_context_chars) == (10, ts.config["max_context_chars"])
     with pytest.raises(TextTooLongError, match="max_source_chars=10"):
         ts.attribute("When?", ["The Eiffel Tower opened in 1889."], "In 1889.")
+
+
+def test_the_warm_up_loads_the_question_embedder(ts, bag_of_words):
+    # a service's first bare answer to a question that names nothing would otherwise load it
+    from tokenshapley_rag import TokenShapley
+    from tokenshapley_rag._question_documents import MiniLMEmbedder
+    from tokenshapley_rag._sources import demo_passages
+    from tokenshapley_rag._warmup import warm_up
+
+    embedder = bag_of_words()
+    engine = TokenShapley(ts.encoder, use_disk_cache=False, question_embedder=embedder)
+    report = warm_up(engine)
+    assert embedder.calls[-1] == [demo_passages()[0]] and report.embedder_seconds >= 0.0
+    off = warm_up(TokenShapley(ts.encoder, use_disk_cache=False, question_embedder=None))
+    assert off.embedder_seconds == 0.0 and off.n_citations == report.n_citations
+    if isinstance(ts.pipeline.question_embedder, MiniLMEmbedder):  # the default: loaded by the warm-up
+        warm_up(ts)
+        assert ts.pipeline.question_embedder._model is not None

@@ -164,7 +164,10 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     ts = _engine(args)
     _status("Compiling the kernels (cached on disk; the next process loads them) ...")
     report = warm_up(ts)
-    _status(f"  attribute {report.attribute_seconds:.1f} s, stream {report.stream_seconds:.1f} s")
+    _status(
+        f"  attribute {report.attribute_seconds:.1f} s, stream {report.stream_seconds:.1f} s, "
+        f"question embedder {report.embedder_seconds:.1f} s"
+    )
     print(f"ready: {report.n_citations} citations on the warm-up answer")
     return 0
 
