@@ -6,13 +6,19 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
 import pytest
 
 from tokenshapley_rag._types import Source
 from tokenshapley_rag.benchmark import add_eval_arguments, run_eval, run_ranking_eval
 from tokenshapley_rag.benchmark._baselines import make_baseline
-from tokenshapley_rag.benchmark._data import GoldEvidence
-from tokenshapley_rag.benchmark._paraphrase import load_paraphrase_set, paraphrase_examples
+from tokenshapley_rag.benchmark._data import GoldEvidence, GoldSpan
+from tokenshapley_rag.benchmark._paraphrase import (
+    load_paraphrase_set,
+    load_support_sentences_set,
+    paraphrase_examples,
+    support_sentence_examples,
+)
 from tokenshapley_rag.benchmark._support import SupportClaim
 from tokenshapley_rag.errors import InvalidInputError
 
@@ -94,3 +100,84 @@ def test_cli_end_to_end(tmp_path, capsys):
     rep = json.loads(out.read_text(encoding="utf-8"))
     assert (rep["dataset"], rep["method"], rep["n"]) == ("paraphrase", "lexical", 4)
     assert "paraphrase/lexical: n=4" in capsys.readouterr().err
+
+
+# --- The answer-sentence check (``--dataset support-sentences``) ---------------------------
+
+ANSWER = "The tower opened in 1889. It is 330 metres tall. It is painted brown."
+TOWER = "The Eiffel Tower opened to the public in 1889."
+HEIGHT = "The Eiffel Tower is 330 m tall."
+PAINT = "Brown paint covers it."
+
+
+def _sentence_claim(cid, start, end, passages, label="supported", answer=ANSWER, question="Eiffel tower?"):
+    return SupportClaim(cid, question, tuple(Source(str(i + 1), t) for i, t in enumerate(passages)), answer, start, end, label)
+
+
+SENTENCE_CLAIMS = [
+    _sentence_claim("s1", 0, 25, [TOWER]),
+    _sentence_claim("s2", 26, 48, ["  The Eiffel Tower is\n330 m tall.", TOWER]),  # TOWER again, spacing differs for HEIGHT
+    _sentence_claim("s3", 49, 70, [PAINT], label="not_supported"),  # its passage is a distractor
+    _sentence_claim("o1", 0, 9, ["All of it."], answer="Only this.", question="Other?"),  # its own passage is every passage
+]
+
+
+def test_support_sentence_examples_by_hand():
+    (ex,) = support_sentence_examples(SENTENCE_CLAIMS)
+    assert (ex.id, ex.question, ex.answer, ex.gold) == ("s1", "Eiffel tower?", ANSWER, ())
+    by_id = {s.id: s.text for s in ex.sources}
+    # passages by first sight, whitespace-normalised for identity; the first text is kept
+    assert by_id == {"p1": TOWER, "p2": "  The Eiffel Tower is\n330 m tall.", "p3": PAINT}
+    assert ex.spans == (
+        GoldSpan(0, 25, "The tower opened in 1889.", ("p1",)),
+        GoldSpan(26, 48, "It is 330 metres tall.", ("p1", "p2")),
+    )
+    assert ex.meta == {"subset": None, "claims": ["s1", "s2", "s3"]}
+    assert support_sentence_examples(SENTENCE_CLAIMS) == [ex]  # deterministic order
+    assert support_sentence_examples(SENTENCE_CLAIMS, limit=0) == []
+
+
+def test_support_sentences_cli_end_to_end(tmp_path, capsys):
+    rows = [{
+        "id": c.id, "question": c.question, "answer": c.answer,
+        "sources": [{"id": s.id, "title": None, "text": s.text} for s in c.sources],
+        "claim": {"start": c.start, "end": c.end, "text": c.claim}, "label": c.label, "meta": {},
+    } for c in SENTENCE_CLAIMS]
+    path = tmp_path / "support" / "dev.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [e.id for e in load_support_sentences_set(tmp_path)] == ["s1"]
+    p = argparse.ArgumentParser()
+    add_eval_arguments(p)
+    out = tmp_path / "rep.json"
+    args = p.parse_args(["--dataset", "support-sentences", "--data", str(tmp_path), "--method", "lexical", "--json", str(out)])
+    assert run_eval(args, lambda m, a: make_baseline(m)) == 0
+    rep = json.loads(out.read_text(encoding="utf-8"))
+    assert (rep["dataset"], rep["method"], rep["n"], rep["metrics"]["n_spans"]) == ("support-sentences", "lexical", 1, 2)
+    assert "support-sentences/lexical: n=1 spans=2" in capsys.readouterr().err
+
+
+def test_tokenshapley_scores_a_whole_sentence_span_by_its_sentence_sources(ts):
+    """A span that states whole answer sentences gets those sentences' source scores
+    (TokenShapley.sentence_sources); a keyword span keeps its span scores."""
+    from tokenshapley_rag.benchmark._data import AttributionExample
+    from tokenshapley_rag.benchmark._methods import TokenShapleyAttributor
+
+    sources = (Source("a", TOWER), Source("b", HEIGHT), Source("c", PAINT))
+    spans = (GoldSpan(0, 25, "The tower opened in 1889.", ("a",)), GoldSpan(32, 48, "330 metres tall.", ("b",)),
+             GoldSpan(0, 48, ANSWER[:48], ("a", "b")), GoldSpan(20, 24, "1889", ("a",)))
+    ex = AttributionExample("x", "Eiffel tower?", sources, ANSWER, spans, (), {})
+    res = ts.attribute(query=ex.question, sources=ex.sources, response=ex.answer)
+    by_sentence = {a.index: {s.source_id: s.score for s in a.sources} for a in ts.sentence_sources(res)}
+    rows = TokenShapleyAttributor(ts).score_spans(ex)
+    ids = ["a", "b", "c"]
+    np.testing.assert_allclose(rows[0], [by_sentence[0][i] for i in ids])
+    np.testing.assert_allclose(rows[1], [by_sentence[1][i] for i in ids])  # "It is" are stopwords
+    np.testing.assert_allclose(rows[2], [by_sentence[0][i] + by_sentence[1][i] for i in ids])
+    keyword = np.array([res.span_scores(20, 24)[i] for i in ids])
+    # only "a" holds "1889": the others are not candidates (-inf), ranked below it finitely
+    assert np.isfinite(keyword).tolist() == [True, False, False]
+    np.testing.assert_allclose(rows[3], [keyword[0], keyword[0] - 1.0, keyword[0] - 1.0])
+    assert rows[0].argmax() == 0 and rows[1].argmax() == 1
+    as_spans = TokenShapleyAttributor(ts, sentence_spans="span-scores").score_spans(ex)
+    np.testing.assert_allclose(as_spans[0], [res.span_scores(0, 25)[i] for i in ids])

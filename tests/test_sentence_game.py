@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenshapley_rag._sentence_game import content_words, evidence_scores, sentence_game_values, unit_rows
+from tokenshapley_rag._sentence_game import (
+    content_words,
+    evidence_scores,
+    sentence_game_values,
+    sentence_source_scores,
+    sentences_covered,
+    unit_rows,
+)
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.shapley import knn_shapley_brute_force, knn_utility
 
@@ -250,3 +257,117 @@ def test_rank_evidence_refuses_bad_options_by_name(evidence_engine, kwargs, erro
         engine.rank_evidence(result, **kwargs)
     with pytest.raises(InvalidInputTypeError, match="result must be an AttributionResult, got dict"):
         engine.rank_evidence(result.to_dict())
+
+
+# --- An answer sentence's sources (docs/method.md §11) ---------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3), min_size=n, max_size=n),
+            st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+            st.lists(st.integers(0, 2), min_size=n, max_size=n),
+            st.integers(0, 2**31 - 1),
+        )
+    )
+)
+def test_sentence_source_scores_sum_the_brute_force_values_per_source(case):
+    sent_words, answer_words, sources, seed = case
+    rng = np.random.default_rng(seed)
+    sentences = [" ".join(ws) + "." for ws in sent_words]
+    answer = " ".join(answer_words) + "."
+    s_emb = rng.integers(1, 4, size=(len(sentences), 3)).astype(float)
+    a_emb = rng.integers(1, 4, size=3).astype(float)
+    scores, values = sentence_source_scores(answer, a_emb, sentences, s_emb, sources, 3)
+    brute = _brute([answer], a_emb[None, :], sentences, s_emb, 1)
+    np.testing.assert_allclose(values, brute, atol=1e-12)
+    expected = [sum(brute[j] for j in range(len(sentences)) if sources[j] == i) for i in range(3)]
+    np.testing.assert_allclose(scores, expected, atol=1e-12)
+
+
+def test_sentence_source_scores_refuse_a_sentence_without_a_valid_source():
+    e = np.eye(2)
+    with pytest.raises(InvalidInputError, match=re.escape("sources must give one source in [0, 2) for each of the 2 sentences, got [0, 2]")):
+        sentence_source_scores("Paris.", e[0], ["Paris.", "Rome."], e, [0, 2], 2)
+    with pytest.raises(InvalidInputError, match="for each of the 2 sentences, got \\[0\\]"):
+        sentence_source_scores("Paris.", e[0], ["Paris.", "Rome."], e, [0], 2)
+
+
+ANSWER_OF_TWO = "Paris is in France. It has 2 million people, says the census."
+TWO = [(0, 19), (20, 62)]
+
+
+@pytest.mark.parametrize("start, end, covered", [
+    (0, 19, [0]),        # the first sentence
+    (0, 18, [0]),        # without its full stop
+    (20, 62, [1]),
+    (23, 62, [1]),       # without "It": a stopword
+    (0, 62, [0, 1]),     # both
+    (9, 62, []),         # "in France. It has ...": lacks "Paris", a content word of sentence 0
+    (27, 36, []),        # "2 million": a keyword
+    (0, 5, []),          # "Paris"
+])
+def test_sentences_covered_by_hand(start, end, covered):
+    assert sentences_covered(ANSWER_OF_TWO, TWO, start, end) == covered
+
+
+TWO_SENTENCE_ANSWER = "The tower was completed in 1889. Gustave Eiffel's firm drew up the plans."
+
+
+def test_sentence_sources_is_the_game_of_each_answer_sentence(evidence_engine):
+    engine, embedder, _ = evidence_engine
+    result = engine.attribute(EVIDENCE_QUESTION, EVIDENCE_SOURCES, TWO_SENTENCE_ANSWER)
+    got = engine.sentence_sources(result)
+    rows = result.sentence_scores
+    texts = [r.sentence for r in rows]
+    assert [(a.index, a.start, a.end, a.text) for a in got] == [(v.index, v.start, v.end, v.text) for v in result.sentences]
+    assert len(got) == 2
+    for answer in got:
+        scores, values = sentence_source_scores(
+            answer.text, embedder([answer.text])[0], texts, embedder(texts), [int(r.source_id) for r in rows], 3
+        )
+        order = np.argsort(-scores, kind="stable")
+        assert [s.source_id for s in answer.sources] == [str(i) for i in order]
+        np.testing.assert_allclose([s.score for s in answer.sources], scores[order])
+        for s in answer.sources:  # each source's best sentence: the first of its highest value
+            own = [j for j, r in enumerate(rows) if r.source_id == s.source_id]
+            j = max(own, key=lambda j: (values[j], -j))
+            assert (s.sentence_index, s.sentence, s.sentence_value) == (rows[j].sentence_index, rows[j].sentence, values[j])
+            assert EVIDENCE_SOURCES[int(s.source_id)][s.sentence_start:s.sentence_end] == s.sentence
+    # "completed in 1889" is in sources 0 and 1 (Big Ben's tower too); the plans are source 2's
+    assert got[1].best.source_id == "2" and got[1].best.sentence == EVIDENCE_SOURCES[2]
+    assert got[0].best.source_id in {"0", "1"}
+    top = engine.sentence_sources(result, top_k=1)
+    assert [len(a.sources) for a in top] == [1, 1] and top[1].sources[0] == got[1].sources[0]
+    assert set(top[0].to_dict()) == {"index", "start", "end", "text", "sources"}
+    assert set(top[0].to_dict()["sources"][0]) == {
+        "source_id", "score", "sentence_index", "sentence", "sentence_start", "sentence_end", "sentence_value"
+    }
+
+
+def test_sentence_sources_best_is_none_without_a_positive_source(evidence_engine):
+    engine, _, _ = evidence_engine
+    result = engine.attribute(EVIDENCE_QUESTION, EVIDENCE_SOURCES, "Nobody knows.")
+    (answer,) = engine.sentence_sources(result)
+    assert answer.best is None and all(s.score == 0.0 for s in answer.sources)
+
+
+def test_sentence_sources_refuses_bad_options_by_name(evidence_engine):
+    engine, _, result = evidence_engine
+    with pytest.raises(InvalidInputError, match="top_k must be"):
+        engine.sentence_sources(result, top_k=0)
+    with pytest.raises(InvalidInputTypeError, match="result must be an AttributionResult, got dict"):
+        engine.sentence_sources(result.to_dict())
+
+
+def test_sentence_sources_with_the_default_embedder_tells_two_paraphrased_sentences_apart(ts):
+    """The docstring's example on the real encoder and the bundled all-MiniLM-L6-v2."""
+    sources = ["The Eiffel Tower was completed in 1889 for the World's Fair.",
+               "Gustave Eiffel's company designed and built the tower."]
+    res = ts.attribute("Tell me about the Eiffel Tower.", sources,
+                       "It was finished in 1889. Eiffel's firm drew it up and built it.")
+    got = ts.sentence_sources(res)
+    assert [a.best.source_id for a in got] == ["0", "1"]
+    assert got[0].best.sentence == sources[0] and got[0].best.score == pytest.approx(1.0)

@@ -17,10 +17,12 @@ from tokenshapley_rag._lazy import lazy_attributes
 
 from tokenshapley_rag._render import footnote_numbers, render_html, render_markdown
 from tokenshapley_rag._types import (
+    AnswerSentenceSources,
     EvidenceSentence,
     KeywordCitation,
     SentenceCitations,
     SentenceScore,
+    SentenceSource,
     SentenceVerdict,
     Source,
     SourceAttribution,
@@ -91,6 +93,8 @@ __all__ = [
     "SentenceVerdict",
     "SentenceScore",
     "EvidenceSentence",
+    "AnswerSentenceSources",
+    "SentenceSource",
     "Source",
     "SourceAttribution",
     "StreamStateError",

@@ -35,7 +35,7 @@ from tokenshapley_rag.shapley import knn_shapley_batch
 
 __all__ = [
     "EVIDENCE_PASSAGE", "EVIDENCE_RULES", "EVIDENCE_WEIGHT", "QUESTION_EVIDENCE_WEIGHT", "content_words",
-    "evidence_ranking", "evidence_scores", "sentence_game_values", "unit_rows",
+    "evidence_ranking", "evidence_scores", "sentence_game_values", "sentence_source_scores", "sentences_covered", "unit_rows",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -224,3 +224,73 @@ def evidence_ranking(
     game = sentence_game_values(parts, queries, sentences, embed(list(sentences)))
     scores = evidence_scores(keyword, game, sources, weight=default_weight if weight is None else weight, passage=passage)
     return scores, game
+
+
+def sentence_source_scores(
+    answer_sentence: str,
+    answer_embedding: np.ndarray,
+    sentences: Sequence[str],
+    sentence_embeddings: np.ndarray,
+    sources: Sequence[int],
+    n_sources: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One answer sentence's score for each source, and each source sentence's value: the
+    sentence game of ``answer_sentence`` (:func:`sentence_game_values`, ``K = 1``) with every
+    source sentence as a player, summed over each source's sentences (docs/method.md §11).
+
+    A sum of exact Shapley values over players is the Shapley value of the coalition, so a
+    source's score is the value its sentences add, together, to the answer sentence's votes.
+
+    Parameters
+    ----------
+    answer_sentence : str
+    answer_embedding : ndarray of shape (d,) or (1, d)
+    sentences : sequence of str
+        Every source sentence (the players).
+    sentence_embeddings : ndarray of shape (len(sentences), d)
+    sources : sequence of int
+        The source (``0 .. n_sources - 1``) of each sentence.
+    n_sources : int
+
+    Returns
+    -------
+    source_scores : ndarray of shape (n_sources,)
+    sentence_values : ndarray of shape (len(sentences),)
+
+    Examples
+    --------
+    Sentence 0 (source 0) is nearest to "Paris." but lacks "paris"; sentence 2 (source 1)
+    holds it. Source 1 gains what sentence 2 gains, source 0 loses what sentence 0 loses:
+
+    >>> e = np.eye(3)
+    >>> scores, values = sentence_source_scores("Paris.", np.array([1.0, 0.0, 0.5]),
+    ...                                         ["Rome is big.", "Lyon.", "In Paris."], e, [0, 0, 1], 2)
+    >>> scores.tolist(), values.tolist()
+    ([-0.5, 0.5], [-0.5, 0.0, 0.5])
+    """
+    src = np.asarray(sources, dtype=np.int64)
+    if src.shape != (len(sentences),) or (len(src) and (src.min() < 0 or src.max() >= n_sources)):
+        raise InvalidInputError(
+            f"sources must give one source in [0, {n_sources}) for each of the {len(sentences)} sentences, got {list(sources)!r}"
+        )
+    query = np.asarray(answer_embedding, dtype=np.float64).reshape(1, -1)
+    values = sentence_game_values([answer_sentence], query, sentences, sentence_embeddings)
+    # bincount adds each source's sentences in index order (deterministic sums).
+    return np.bincount(src, weights=values, minlength=n_sources).astype(np.float64), values
+
+
+def sentences_covered(answer: str, sentences: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
+    """The answer sentences that ``answer[start:end]`` states whole: the indices of the
+    sentences it overlaps when it holds every content word of them (:func:`content_words`),
+    else ``[]``. Such a span is a claim, not a keyword: its source is the answer sentence's
+    source (docs/method.md §11).
+
+    >>> a = "Paris is in France. It has 2 million people."
+    >>> sentences_covered(a, [(0, 19), (20, 45)], 20, 45), sentences_covered(a, [(0, 19), (20, 45)], 27, 36)
+    ([1], [])
+    >>> sentences_covered(a, [(0, 19), (20, 45)], 0, 45)
+    [0, 1]
+    """
+    overlapped = [i for i, (a, b) in enumerate(sentences) if a < end and b > start]
+    needed = {w for i in overlapped for w in content_words(answer[sentences[i][0]:sentences[i][1]])}
+    return overlapped if needed and needed <= set(content_words(answer[start:end])) else []

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
-    "display_name", "page_of", "EvidenceSentence", "Source", "SourceAttribution", "KeywordCitation", "SentenceCitations",
-    "SentenceScore", "SentenceVerdict",
+    "display_name", "page_of", "AnswerSentenceSources", "EvidenceSentence", "Source", "SourceAttribution",
+    "KeywordCitation", "SentenceCitations", "SentenceScore", "SentenceSource", "SentenceVerdict",
 ]
 
 
@@ -302,6 +302,60 @@ class EvidenceSentence:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serializable dict of the fields (built with plain ints and floats)."""
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceSource:
+    """One source's attribution of one answer sentence (:meth:`TokenShapley.sentence_sources`).
+
+    ``score`` is the sum of the exact Shapley values of the source's sentences in the
+    sentence game of the answer sentence (docs/method.md §11): positive when the source's
+    sentences, nearest in meaning first, hold the answer sentence's content words.
+    ``sentence`` is the source's sentence with the highest value (the first of equals),
+    ``sentence_value`` that value; ``sentence_start`` / ``sentence_end`` are character
+    offsets into the source's text.
+    """
+
+    source_id: str
+    score: float
+    sentence_index: int
+    sentence: str
+    sentence_start: int
+    sentence_end: int
+    sentence_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields (built with plain ints and floats)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSentenceSources:
+    """The sources of one answer sentence, best first (:meth:`TokenShapley.sentence_sources`).
+
+    ``index`` / ``start`` / ``end`` / ``text`` are those of the answer sentence (the same
+    sentences as :attr:`AttributionResult.sentences`; offsets into the answer); ``sources``
+    holds every source (or the first ``top_k``) by descending score, ties in source order.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+    sources: tuple[SentenceSource, ...]
+
+    @property
+    def best(self) -> SentenceSource | None:
+        """The top source when its score is positive; None when no source's sentences hold
+        any content word of the answer sentence ahead of those that lack it."""
+        return self.sources[0] if self.sources and self.sources[0].score > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict: the fields, each source as its dict."""
+        return {
+            "index": int(self.index), "start": int(self.start), "end": int(self.end), "text": self.text,
+            "sources": [s.to_dict() for s in self.sources],
+        }
 
 
 @dataclass(frozen=True)

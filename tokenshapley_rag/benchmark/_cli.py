@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tokenshapley_rag.benchmark._data import (
     DATA_ENV_VAR,
     DATASETS,
+    SPAN_CHECKS,
     SPAN_DATASETS,
     default_data_dir,
     load_dataset,
@@ -60,7 +61,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     >>> a.generator, a.max_new_tokens, a.generations
     (None, 64, None)
     """
-    parser.add_argument("--dataset", required=True, choices=(*DATASETS, "support", "paraphrase"), help="evaluation set")
+    parser.add_argument("--dataset", required=True, choices=(*DATASETS, "support", "paraphrase", *SPAN_CHECKS), help="evaluation set")
     parser.add_argument(
         "--data",
         type=Path,
@@ -132,6 +133,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--span-weight", type=float, default=None, metavar="B",
                         help="sentence-game span rule: weight of the sentence game (default 0.5)")
+    parser.add_argument(
+        "--sentence-spans", choices=["sentence-sources", "span-scores"], default=None,
+        help="tokenshapley, a span that states whole answer sentences: scored by those sentences' "
+        "sources (TokenShapley.sentence_sources, docs/method.md section 11; default) or like any span",
+    )
     add_support_arguments(parser)
 
 
@@ -181,6 +187,10 @@ def run_eval(
         from tokenshapley_rag.benchmark._paraphrase import load_paraphrase_set
 
         examples: Any = load_paraphrase_set(args.data, limit=args.limit)
+    elif args.dataset == "support-sentences":  # answer sentence -> passage, built from the support set
+        from tokenshapley_rag.benchmark._paraphrase import load_support_sentences_set
+
+        examples = load_support_sentences_set(args.data, limit=args.limit)
     else:
         examples = load_dataset(args.dataset, args.data, limit=args.limit)
     attributor = attributor_factory(args.method, args)
@@ -198,7 +208,7 @@ def run_eval(
         "beta": args.beta,
         **({"method_config": attributor.config} if hasattr(attributor, "config") else {}),
     }
-    if args.dataset in SPAN_DATASETS:
+    if args.dataset in (*SPAN_DATASETS, *SPAN_CHECKS):
         report = run_span_eval(
             args.dataset,
             attributor,
@@ -241,7 +251,7 @@ def _fmt(x: Any) -> str:
 
 def _summary_line(dataset: str, method: str, n: int, m: dict[str, Any]) -> str:
     head = f"{dataset}/{method}: n={n}"
-    if dataset in SPAN_DATASETS:
+    if dataset in (*SPAN_DATASETS, *SPAN_CHECKS):
         oc = m["accuracy_order_controlled"]
         return head + f" spans={m['n_spans']} accuracy={_fmt(m['accuracy'])}" + (
             f" order-controlled={_fmt(oc)}" if oc is not None else ""

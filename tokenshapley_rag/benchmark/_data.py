@@ -47,6 +47,7 @@ __all__ = [
     "ATTRIBUTION_DATASETS",
     "DATASETS",
     "DATA_ENV_VAR",
+    "SPAN_CHECKS",
     "SPAN_DATASETS",
     "AttributionExample",
     "DatasetFormatError",
@@ -64,6 +65,9 @@ DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv", "nq", "cnndm", "wice"
 ATTRIBUTION_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv", "nq", "wice")
 #: Sets whose metric is span accuracy (keyword span -> source).
 SPAN_DATASETS: tuple[str, ...] = ("quotesum", "verigran", "kv")
+#: Span-accuracy checks built from another set (:mod:`tokenshapley_rag.benchmark._paraphrase`):
+#: ``support-sentences``, each supported answer sentence of the support set -> its passage.
+SPAN_CHECKS: tuple[str, ...] = ("support-sentences",)
 
 
 #: Environment variable naming the data folder (see :func:`default_data_dir`). An explicit

@@ -18,6 +18,7 @@ from tokenshapley_rag._sentence_game import (
     QUESTION_EVIDENCE_WEIGHT,
     evidence_ranking,
     sentence_game_values,
+    sentences_covered,
 )
 from tokenshapley_rag._params import Options, validate_params
 from tokenshapley_rag._result import AttributionResult
@@ -43,6 +44,10 @@ METHOD_NAMES: tuple[str, ...] = ("tokenshapley", *BASELINE_NAMES, *MODEL_BASELIN
 SPAN_RULES: tuple[str, ...] = ("context", "sentence-game")
 #: The span rule's weight (chosen on dev, docs/reports/paraphrase.md).
 SPAN_GAME_WEIGHT = 0.5
+#: How TokenShapley scores a span that states whole answer sentences (``--sentence-spans``):
+#: ``sentence-sources`` by those sentences' scores in :meth:`TokenShapley.sentence_sources`
+#: (docs/method.md §11), ``span-scores`` like any span.
+SENTENCE_SPAN_RULES: tuple[str, ...] = ("sentence-sources", "span-scores")
 
 
 def _supports(result: AttributionResult) -> list[float]:
@@ -111,6 +116,12 @@ class TokenShapleyAttributor:
     hold the span word for word, ``span_weight`` times the sentence game of the span's answer
     sentence played by those sources' sentences (docs/method.md §10); other spans, and
     sentence ranking, are unchanged by it.
+
+    ``sentence_spans="sentence-sources"`` (the default) scores a span that states whole
+    answer sentences (:func:`~tokenshapley_rag._sentence_game.sentences_covered`: it holds
+    every content word of the sentences it overlaps) by the sum of those sentences' source
+    scores in :meth:`TokenShapley.sentence_sources`: the sentence's source, not its keywords'
+    (docs/method.md §11). ``"span-scores"`` scores it like any span.
     """
 
     name = "tokenshapley"
@@ -118,10 +129,12 @@ class TokenShapleyAttributor:
     def __init__(
         self, ts: TokenShapley, *, evidence: str = "keyword", evidence_weight: float | None = None,
         evidence_passage: float = EVIDENCE_PASSAGE, span_rule: str = "context", span_weight: float = SPAN_GAME_WEIGHT,
+        sentence_spans: str = "sentence-sources",
     ) -> None:
         validate_params(
-            {"evidence": [Options(EVIDENCE_RULES)], "span_rule": [Options(SPAN_RULES)]},
-            {"evidence": evidence, "span_rule": span_rule},
+            {"evidence": [Options(EVIDENCE_RULES)], "span_rule": [Options(SPAN_RULES)],
+             "sentence_spans": [Options(SENTENCE_SPAN_RULES)]},
+            {"evidence": evidence, "span_rule": span_rule, "sentence_spans": sentence_spans},
         )
         self.ts = ts
         # None: the rule's own weight (evidence_ranking), recorded in the config as that
@@ -130,6 +143,7 @@ class TokenShapleyAttributor:
             evidence_weight = QUESTION_EVIDENCE_WEIGHT if evidence == "question-sentence-game" else EVIDENCE_WEIGHT
         self.evidence, self.evidence_weight, self.evidence_passage = evidence, float(evidence_weight), float(evidence_passage)
         self.span_rule, self.span_weight = span_rule, float(span_weight)
+        self.sentence_spans = sentence_spans
         self._embedder: Any = None
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -152,6 +166,8 @@ class TokenShapleyAttributor:
         if self.span_rule != "context":
             config.update(span_rule=self.span_rule, span_weight=self.span_weight,
                           sentence_game_embeddings="all-MiniLM-L6-v2")
+        if self.sentence_spans != "sentence-sources":
+            config["sentence_spans"] = self.sentence_spans
         return config
 
     def _span_sentence_game(self, res: AttributionResult, start: int, end: int, ids: Sequence[str]) -> np.ndarray:
@@ -175,8 +191,16 @@ class TokenShapleyAttributor:
     def score_spans(self, example: AttributionExample) -> np.ndarray:
         res = self.ts.attribute(query=example.question, sources=example.sources, response=example.answer)
         ids = [s.id for s in example.sources]
+        answer_sentences = [(v.start, v.end) for v in res.sentences]
+        by_sentence: dict[int, dict[str, float]] | None = None  # sentence_sources, computed once if needed
         rows = []
         for span in example.spans:
+            covered = sentences_covered(res.response, answer_sentences, span.start, span.end)
+            if self.sentence_spans == "sentence-sources" and covered:
+                if by_sentence is None:
+                    by_sentence = {a.index: {s.source_id: s.score for s in a.sources} for a in self.ts.sentence_sources(res)}
+                rows.append(np.array([sum(by_sentence[i].get(sid, 0.0) for i in covered) for sid in ids], dtype=np.float64))
+                continue
             per_source = res.span_scores(span.start, span.end)
             row = np.array([per_source[i] for i in ids], dtype=np.float64)
             if self.span_rule == "sentence-game":
@@ -251,7 +275,7 @@ def make_attributor(name: str, args: argparse.Namespace | Any) -> SpanAttributor
         ts = TokenShapley(**options)
         rule = {
             key: getattr(args, key)
-            for key in ("evidence", "evidence_weight", "evidence_passage", "span_rule", "span_weight")
+            for key in ("evidence", "evidence_weight", "evidence_passage", "span_rule", "span_weight", "sentence_spans")
             if getattr(args, key, None) is not None
         }
         return TokenShapleyAttributor(ts, **rule)

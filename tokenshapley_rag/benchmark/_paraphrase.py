@@ -31,11 +31,14 @@ from collections.abc import Sequence
 
 from tokenshapley_rag._segment import STOPWORDS
 from tokenshapley_rag._types import Source
-from tokenshapley_rag.benchmark._data import AttributionExample, GoldEvidence
+from tokenshapley_rag.benchmark._data import AttributionExample, GoldEvidence, GoldSpan
 from tokenshapley_rag.benchmark._support import SupportClaim, load_support_set, truncate_source
 from tokenshapley_rag.errors import InvalidInputError
 
-__all__ = ["PARAPHRASE_DISTRACTORS", "PARAPHRASE_SOURCE_CHARS", "load_paraphrase_set", "paraphrase_examples"]
+__all__ = [
+    "PARAPHRASE_DISTRACTORS", "PARAPHRASE_SOURCE_CHARS", "load_paraphrase_set", "load_support_sentences_set",
+    "paraphrase_examples", "support_sentence_examples",
+]
 
 #: Other claims' passages mixed into each example.
 PARAPHRASE_DISTRACTORS = 3
@@ -125,3 +128,84 @@ def load_paraphrase_set(
     """:func:`paraphrase_examples` of ``<data_dir>/support/dev.jsonl`` (all of it is read,
     so the distractors do not depend on ``limit``)."""
     return paraphrase_examples(load_support_set(data_dir), limit=limit)
+
+
+def _passage_key(text: str) -> str:
+    return " ".join(text.split())
+
+
+def support_sentence_examples(claims: Sequence[SupportClaim], *, limit: int | None = None) -> list[AttributionExample]:
+    """The answer-sentence attribution check (``tokenshapley eval --dataset support-sentences``):
+    which of its answer's passages does a real LLM answer sentence come from?
+
+    The claims of the support set that share one answer (same question and answer text:
+    ExpertQA and Stanford-GenSearch answers are judged sentence by sentence) become one span
+    example:
+
+    * answer: the answer; query: its question;
+    * sources: every distinct passage (whitespace-normalised text) cited by any of its claims,
+      whatever their label, ids ``p1, p2, ...`` in first-seen order, in an order fixed by a
+      hash of the first claim's id and the passage id;
+    * spans: each claim labelled ``supported`` (a human judged that its own passages support
+      it), gold = its own passages, kept only when some passage of the answer is not its own
+      (otherwise every source is right).
+
+    The spans are whole answer sentences that mostly paraphrase their passage, and the other
+    passages are on the same topic (the same answer's other references): the shape of
+    human-cited answers, where a sentence must be told apart from its neighbours' sources.
+    Deterministic; pure (no model).
+
+    Examples
+    --------
+    >>> src = lambda t: (Source("1", t),)
+    >>> a = "Paris is the capital. It has 2 million people."
+    >>> cs = [SupportClaim("x", "Paris?", src("Paris is France's capital."), a, 0, 21, "supported"),
+    ...       SupportClaim("y", "Paris?", src("About 2.1 million live in Paris."), a, 22, 46, "supported")]
+    >>> ex = support_sentence_examples(cs)[0]
+    >>> sorted(s.id for s in ex.sources), [(sp.text, sp.source_ids) for sp in ex.spans]
+    (['p1', 'p2'], [('Paris is the capital.', ('p1',)), ('It has 2 million people.', ('p2',))])
+    """
+    groups: dict[tuple[str, str], list[SupportClaim]] = {}
+    for c in claims:
+        groups.setdefault((c.question, c.answer), []).append(c)
+    out: list[AttributionExample] = []
+    for members in groups.values():
+        if limit is not None and len(out) >= limit:
+            break
+        passages: dict[str, str] = {}  # normalised text -> id
+        texts: dict[str, str] = {}
+        for c in members:
+            for s in c.sources:
+                key = _passage_key(s.text)
+                if key and key not in passages:
+                    passages[key] = f"p{len(passages) + 1}"
+                    texts[passages[key]] = s.text
+        spans = []
+        for c in members:
+            if c.label != "supported":
+                continue
+            own = sorted({passages[k] for k in (_passage_key(s.text) for s in c.sources) if k}, key=lambda i: int(i[1:]))
+            if own and len(own) < len(passages):
+                spans.append(GoldSpan(c.start, c.end, c.claim, tuple(own)))
+        if not spans:
+            continue
+        first = members[0].id
+        ids = sorted(texts, key=lambda i: _order_key(first, i))
+        out.append(
+            AttributionExample(
+                id=first, question=members[0].question,
+                sources=tuple(Source(i, texts[i], {"title": None, "text_offset": 0}) for i in ids),
+                answer=members[0].answer, spans=tuple(sorted(spans, key=lambda sp: sp.start)), gold=(),
+                meta={"subset": members[0].meta.get("subset") if members[0].meta else None,
+                      "claims": [c.id for c in members]},
+            )
+        )
+    return out
+
+
+def load_support_sentences_set(
+    data_dir: str | os.PathLike[str] | None = None, *, limit: int | None = None
+) -> list[AttributionExample]:
+    """:func:`support_sentence_examples` of ``<data_dir>/support/dev.jsonl`` (all of it is
+    read, so an answer's claims are grouped whatever ``limit`` is)."""
+    return support_sentence_examples(load_support_set(data_dir), limit=limit)

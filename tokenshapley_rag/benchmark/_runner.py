@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from tokenshapley_rag._json import jsonable
 from tokenshapley_rag.benchmark._data import (
+    SPAN_CHECKS,
     SPAN_DATASETS,
     AttributionExample,
     DatasetFormatError,
@@ -303,9 +304,9 @@ def run_span_eval(
     >>> rep.n, rep.metrics["accuracy"], rep.metrics["accuracy_order_controlled"]
     (2, 1.0, 1.0)
     """
-    if dataset_name not in SPAN_DATASETS:
+    if dataset_name not in (*SPAN_DATASETS, *SPAN_CHECKS):
         raise InvalidInputError(
-            f"run_span_eval is for span sets {list(SPAN_DATASETS)}, got {dataset_name!r}"
+            f"run_span_eval is for span sets {[*SPAN_DATASETS, *SPAN_CHECKS]}, got {dataset_name!r}"
         )
     name = getattr(attributor, "name", None)
     if not isinstance(name, str) or not callable(getattr(attributor, "score_spans", None)):
