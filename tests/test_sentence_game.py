@@ -19,6 +19,7 @@ from tokenshapley_rag._sentence_game import (
     sentences_covered,
     unit_rows,
 )
+from tokenshapley_rag._types import Source
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from tokenshapley_rag.shapley import knn_shapley_brute_force, knn_utility
 
@@ -341,9 +342,15 @@ def test_sentence_sources_is_the_game_of_each_answer_sentence(evidence_engine):
     assert got[0].best.source_id in {"0", "1"}
     top = engine.sentence_sources(result, top_k=1)
     assert [len(a.sources) for a in top] == [1, 1] and top[1].sources[0] == got[1].sources[0]
-    assert set(top[0].to_dict()) == {"index", "start", "end", "text", "sources"}
-    assert set(top[0].to_dict()["sources"][0]) == {
-        "source_id", "score", "sentence_index", "sentence", "sentence_start", "sentence_end", "sentence_value"
+    # the keyword citations' schema: the best source flat at top level, every source below
+    flat = got[1].to_dict(id_key="node_id")
+    assert list(flat) == ["index", "start", "end", "text", "node_id", "display_name", "page", "score", "sentence",
+                          "sentence_start", "sentence_end", "sources"]
+    assert (flat["node_id"], flat["display_name"], flat["page"], flat["sentence"]) == ("2", "2", None, EVIDENCE_SOURCES[2])
+    assert flat["score"] == got[1].best.score and flat["sources"][0] == got[1].best.to_dict(id_key="node_id")
+    assert set(flat["sources"][0]) == {
+        "node_id", "display_name", "page", "score", "sentence_index", "sentence", "sentence_start", "sentence_end",
+        "sentence_value",
     }
 
 
@@ -352,6 +359,17 @@ def test_sentence_sources_best_is_none_without_a_positive_source(evidence_engine
     result = engine.attribute(EVIDENCE_QUESTION, EVIDENCE_SOURCES, "Nobody knows.")
     (answer,) = engine.sentence_sources(result)
     assert answer.best is None and all(s.score == 0.0 for s in answer.sources)
+    flat = answer.to_dict()
+    assert flat["source_id"] is None and flat["score"] is None and len(flat["sources"]) == 3
+
+
+def test_sentence_sources_without_source_sentences_embeds_nothing(evidence_engine):
+    engine, embedder, result = evidence_engine
+    embedder.calls.clear()
+    bare = dataclasses.replace(result, sentence_scores=[])  # as when nothing was retrieved
+    got = engine.sentence_sources(bare)
+    assert [(a.text, a.sources, a.best) for a in got] == [(v.text, (), None) for v in result.sentences]
+    assert embedder.calls == []
 
 
 def test_sentence_sources_refuses_bad_options_by_name(evidence_engine):
@@ -370,4 +388,8 @@ def test_sentence_sources_with_the_default_embedder_tells_two_paraphrased_senten
                        "It was finished in 1889. Eiffel's firm drew it up and built it.")
     got = ts.sentence_sources(res)
     assert [a.best.source_id for a in got] == ["0", "1"]
+    named = ts.sentence_sources(ts.attribute("Tell me about the Eiffel Tower.", [
+        Source("a", sources[0], {"title": "Tower history", "page_label": "4"}), Source("b", sources[1])],
+        "It was finished in 1889."))
+    assert (named[0].best.display_name, named[0].best.page) == ("Tower history", "4")
     assert got[0].best.sentence == sources[0] and got[0].best.score == pytest.approx(1.0)

@@ -41,7 +41,7 @@ from tokenshapley_rag._text import check_text
 from tokenshapley_rag._timing import step
 from tokenshapley_rag._token_game import CANDIDATE_MODES, MATCH_MODES
 from tokenshapley_rag._sentence_game import EVIDENCE_RULES, evidence_ranking, sentence_source_scores
-from tokenshapley_rag._types import AnswerSentenceSources, EvidenceSentence, SentenceSource, Source
+from tokenshapley_rag._types import AnswerSentenceSources, EvidenceSentence, SentenceSource, Source, display_name, page_of
 from tokenshapley_rag.errors import (
     EmptyTextError,
     InvalidInputError,
@@ -570,24 +570,21 @@ class TokenShapley:
             raise InvalidInputTypeError(f"result must be an AttributionResult, got {type(result).__name__}")
         validate_params({"top_k": [NONE, Interval(int, 1, None)]}, {"top_k": top_k})
         rows = result.sentence_scores
-        if not result.sentences:
-            return []
+        if not rows:  # no source sentence (nothing retrieved): nothing to embed or rank
+            return [AnswerSentenceSources(v.index, v.start, v.end, v.text, ()) for v in result.sentences]
         if self._evidence_embedder is None:
             self._evidence_embedder = self.pipeline.question_embedder or MiniLMEmbedder()
         embed = self._evidence_embedder
         source_index = {s.id: i for i, s in enumerate(result.sources)}
         texts = [s.sentence for s in rows]
-        sentence_rows = embed(texts) if texts else None
-        answer_rows = embed([v.text for v in result.sentences])
+        sentence_rows = embed(texts)
+        answer_rows = embed([v.text for v in result.sentences]) if result.sentences else []
         out = []
         for verdict, answer_row in zip(result.sentences, answer_rows):
-            if rows:
-                scores, values = sentence_source_scores(
-                    verdict.text, answer_row, texts, sentence_rows, [source_index[s.source_id] for s in rows],
-                    len(result.sources),
-                )
-            else:
-                scores, values = np.zeros(len(result.sources)), np.zeros(0)
+            scores, values = sentence_source_scores(
+                verdict.text, answer_row, texts, sentence_rows, [source_index[s.source_id] for s in rows],
+                len(result.sources),
+            )
             best_of: dict[str, int] = {}
             for j, s in enumerate(rows):  # the first sentence of the highest value in each source
                 if s.source_id not in best_of or values[j] > values[best_of[s.source_id]]:
@@ -596,12 +593,13 @@ class TokenShapley:
             order = [i for i in np.argsort(-scores, kind="stable").tolist() if result.sources[i].id in best_of]
             ranked = []
             for i in order[:top_k]:
-                sid = result.sources[i].id
-                j = best_of[sid]
+                src = result.sources[i]
+                j = best_of[src.id]
                 ranked.append(SentenceSource(
-                    source_id=sid, score=float(scores[i]), sentence_index=rows[j].sentence_index, sentence=rows[j].sentence,
-                    sentence_start=rows[j].sentence_start, sentence_end=rows[j].sentence_end,
-                    sentence_value=float(values[j]),
+                    source_id=src.id, score=float(scores[i]), sentence_index=rows[j].sentence_index,
+                    sentence=rows[j].sentence, sentence_start=rows[j].sentence_start, sentence_end=rows[j].sentence_end,
+                    sentence_value=float(values[j]), display_name=display_name(src.id, src.metadata, src.document),
+                    page=page_of(src.metadata),
                 ))
             out.append(AnswerSentenceSources(verdict.index, verdict.start, verdict.end, verdict.text, tuple(ranked)))
         return out

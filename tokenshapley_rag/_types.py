@@ -313,7 +313,8 @@ class SentenceSource:
     sentences, nearest in meaning first, hold the answer sentence's content words.
     ``sentence`` is the source's sentence with the highest value (the first of equals),
     ``sentence_value`` that value; ``sentence_start`` / ``sentence_end`` are character
-    offsets into the source's text.
+    offsets into the source's text. ``display_name`` and ``page`` come from the source's
+    metadata, as a keyword's (:class:`SourceAttribution`).
     """
 
     source_id: str
@@ -323,10 +324,27 @@ class SentenceSource:
     sentence_start: int
     sentence_end: int
     sentence_value: float
+    display_name: str = ""
+    page: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serializable dict of the fields (built with plain ints and floats)."""
-        return asdict(self)
+    def __post_init__(self) -> None:
+        if not self.display_name:
+            object.__setattr__(self, "display_name", self.source_id)
+
+    def to_dict(self, *, id_key: str = "source_id") -> dict[str, Any]:
+        """Plain JSON-serializable dict of the fields (``id_key``: the name of the id field,
+        e.g. ``"node_id"`` in LlamaIndex)."""
+        return {
+            id_key: self.source_id,
+            "display_name": self.display_name,
+            "page": self.page,
+            "score": float(self.score),
+            "sentence": self.sentence,
+            "sentence_start": int(self.sentence_start),
+            "sentence_end": int(self.sentence_end),
+            "sentence_index": int(self.sentence_index),
+            "sentence_value": float(self.sentence_value),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,11 +368,28 @@ class AnswerSentenceSources:
         any content word of the answer sentence ahead of those that lack it."""
         return self.sources[0] if self.sources and self.sources[0].score > 0 else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serializable dict: the fields, each source as its dict."""
+    def to_dict(self, *, id_key: str = "source_id") -> dict[str, Any]:
+        """Flat dict, as a keyword's (:meth:`KeywordCitation.to_dict`): the answer sentence,
+        the best source's fields at top level (None without one), every source under
+        ``sources``. ``id_key`` names the source id field everywhere in it.
+
+        Keys: ``index, start, end, text, source_id, display_name, page, score, sentence,
+        sentence_start, sentence_end, sources``.
+        """
+        best = self.best
         return {
-            "index": int(self.index), "start": int(self.start), "end": int(self.end), "text": self.text,
-            "sources": [s.to_dict() for s in self.sources],
+            "index": int(self.index),
+            "start": int(self.start),
+            "end": int(self.end),
+            "text": self.text,
+            id_key: best.source_id if best else None,
+            "display_name": best.display_name if best else None,
+            "page": best.page if best else None,
+            "score": float(best.score) if best else None,
+            "sentence": best.sentence if best else None,
+            "sentence_start": int(best.sentence_start) if best else None,
+            "sentence_end": int(best.sentence_end) if best else None,
+            "sources": [s.to_dict(id_key=id_key) for s in self.sources],
         }
 
 

@@ -18,6 +18,8 @@ from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
 __all__ = [
     "CITATION_KEYS",
+    "SENTENCE_SOURCE_KEYS",
+    "sentence_sources_to_dicts",
     "attribute_documents",
     "citation_to_dict",
     "documents_to_sources",
@@ -49,6 +51,43 @@ CITATION_KEYS = (
     "metadata",
     "answer_sentence",
 )
+
+
+#: Keys of every answer-sentence dict of :class:`TokenShapleySentenceSources`: the core's
+#: ``AnswerSentenceSources.to_dict()`` with ``source_id`` named ``doc_id``, plus the best
+#: document's ``metadata``.
+SENTENCE_SOURCE_KEYS = (
+    "index",
+    "start",
+    "end",
+    "text",
+    "doc_id",
+    "display_name",
+    "page",
+    "score",
+    "sentence",
+    "sentence_start",
+    "sentence_end",
+    "sources",
+    "metadata",
+)
+
+
+def sentence_sources_to_dicts(
+    attributor: TokenShapley, result: AttributionResult, documents: Mapping[str, Document]
+) -> list[dict[str, Any]]:
+    """One dict per answer sentence of ``result`` (keys :data:`SENTENCE_SOURCE_KEYS`): the
+    documents it comes from, best first (``TokenShapley.sentence_sources``), with
+    ``source_id`` named ``doc_id`` (also in ``sources``) and the best document's ``metadata``
+    (None, like the best-document fields, when no document's sentences hold the answer
+    sentence's content words)."""
+    out = []
+    for answer_sentence in attributor.sentence_sources(result):
+        row = answer_sentence.to_dict(id_key="doc_id")
+        doc_id = row["doc_id"]
+        row["metadata"] = dict(documents[doc_id].metadata) if doc_id is not None else None
+        out.append({key: row[key] for key in SENTENCE_SOURCE_KEYS})
+    return out
 
 
 def message_text(value: Any, key: str) -> str:

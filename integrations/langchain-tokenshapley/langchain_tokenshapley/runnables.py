@@ -1,4 +1,5 @@
-"""``TokenShapleyCitations``: a Runnable that cites the keywords of a retrieval chain's answer."""
+"""Runnables for a retrieval chain's answer: ``TokenShapleyCitations`` cites its keywords,
+``TokenShapleySentenceSources`` names each sentence's document."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from tokenshapley_rag import AttributionResult, TokenShapley
 from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 
-from langchain_tokenshapley._convert import attribute_documents, check_documents, message_text
+from langchain_tokenshapley._convert import (
+    attribute_documents,
+    check_documents,
+    documents_to_sources,
+    message_text,
+    sentence_sources_to_dicts,
+)
 
-__all__ = ["TokenShapleyCitations"]
+__all__ = ["TokenShapleyCitations", "TokenShapleySentenceSources"]
 
 
 class TokenShapleyCitations(RunnableSerializable[dict[str, Any], list[dict[str, Any]]]):
@@ -170,5 +177,66 @@ class TokenShapleyCitations(RunnableSerializable[dict[str, Any], list[dict[str, 
 
         Returns:
             One dict per keyword of the answer, in answer order (see the class docstring).
+        """
+        return self._call_with_config(self._cite, input, config, run_type="chain")
+
+
+class TokenShapleySentenceSources(TokenShapleyCitations):
+    """The document each sentence of a retrieval chain's answer comes from.
+
+    Takes the same chain dict as :class:`TokenShapleyCitations` and returns one dict per
+    answer sentence, in answer order: ``TokenShapley.sentence_sources`` (each answer
+    sentence plays the sentence game over every sentence of the documents, and a document
+    scores the sum of its sentences' exact Shapley values; it holds up where the answer
+    paraphrases its documents). Add it with ``chain.assign(sentence_sources=...)``; next to
+    :class:`TokenShapleyCitations` on one ``TokenShapley``, the second attribution of the
+    same documents is warm.
+
+    Each dict has the keys ``index, start, end, text`` (the answer sentence; ``answer[start:
+    end] == text``), ``doc_id, display_name, page, score, sentence, sentence_start,
+    sentence_end`` (the best document and its best sentence, offsets into its
+    ``page_content``; None when no document's sentences hold the answer sentence's content
+    words), ``sources`` (every document, best first, each with those fields) and
+    ``metadata`` (a copy of the best document's ``metadata``, or None). It is the core's
+    ``AnswerSentenceSources.to_dict()`` with ``source_id`` named ``doc_id``.
+
+    ``supported_only`` drops the sentences that no document scores above zero. An empty
+    answer gives ``[]``; a context without text gives every sentence with no document.
+
+    Example:
+        .. code-block:: python
+
+            chain = (
+                RunnablePassthrough.assign(context=itemgetter("input") | retriever)
+                .assign(answer=prompt | llm | StrOutputParser())
+                .assign(sentence_sources=TokenShapleySentenceSources(ts))
+            )
+            out = chain.invoke({"input": "How tall is the Eiffel Tower?"})
+            [(s["text"], s["doc_id"]) for s in out["sentence_sources"]]
+            # [('The tower stands 330 metres high.', 'eiffel')]
+    """
+
+    def _cite(self, input: dict[str, Any]) -> list[dict[str, Any]]:
+        query, documents, answer = self._parse(input)
+        _, result = attribute_documents(self._attributor, query, documents, answer, key=self.context_key)
+        if result is None:
+            return []
+        _, by_id = documents_to_sources(documents, self.context_key)
+        rows = sentence_sources_to_dicts(self._attributor(), result, by_id)
+        return [r for r in rows if r["doc_id"] is not None] if self.supported_only else rows
+
+    def invoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[dict[str, Any]]:
+        """Name the documents of each sentence of ``input[answer_key]``.
+
+        Args:
+            input: The chain dict, as for :meth:`TokenShapleyCitations.invoke`.
+            config: The usual runnable config; the call is traced as a ``chain`` run named
+                ``TokenShapleySentenceSources``.
+            **kwargs: Ignored.
+
+        Returns:
+            One dict per answer sentence, in answer order (see the class docstring).
         """
         return self._call_with_config(self._cite, input, config, run_type="chain")

@@ -302,9 +302,35 @@ def test_small_chunks_of_one_document_support_each_other(pp):
     assert set(statuses.values()) == {"supported"}
 
 
+def test_sentence_sources_name_each_answer_sentences_node(index, ts):
+    """sentence_sources=True: each answer sentence's node, in the citations' schema, also for
+    a sentence that paraphrases its node ("stands ... high" for "is ... tall")."""
+    answer = "The Paris tower stands 330 metres high. London's bell tower was finished in 1859."
+    pp = TokenShapleyPostprocessor.with_citations(ts, sentence_sources=True)
+    try:
+        qe = index.as_query_engine(node_postprocessors=[pp], similarity_top_k=3, llm=RuleLLM(default=answer))
+        resp = qe.query(BOTH_Q)
+    finally:
+        pp.detach()
+    rows = resp.metadata["sentence_sources"]
+    docs = doc_of(resp)
+    assert [r["text"] for r in rows] == [v["text"] for v in resp.metadata["sentence_verdicts"]]
+    assert [docs[r["node_id"]] for r in rows] == ["eiffel", "bigben"]
+    for r in rows:
+        assert answer[r["start"] : r["end"]] == r["text"]
+        assert content(resp, r["node_id"])[r["sentence_start"] : r["sentence_end"]] == r["sentence"]
+        assert r["display_name"] in {"Eiffel Tower", "Big Ben"} and r["score"] > 0
+        assert r["sources"][0]["node_id"] == r["node_id"] and len(r["sources"]) == len(resp.source_nodes)
+    # off by default: nothing is embedded, no key
+    plain = query_engine(index, TokenShapleyPostprocessor(ts), llm=RuleLLM(default=answer)).query(BOTH_Q)
+    assert "sentence_sources" not in plain.metadata and plain.metadata["citations"]
+
+
 def test_constructor_validation(pp):
     with pytest.raises(TypeError, match="TokenShapley"):
         TokenShapleyPostprocessor("not a model")
+    with pytest.raises(TypeError, match="sentence_sources must be a bool, got str"):
+        TokenShapleyPostprocessor(pp.token_shapley, sentence_sources="yes")
     with pytest.raises(ValueError, match="top_n"):
         TokenShapleyPostprocessor(pp.token_shapley, top_n=0)
     with pytest.raises(TypeError, match="TokenShapleyPostprocessor"):

@@ -20,7 +20,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tracers.context import collect_runs
 from tokenshapley_rag.errors import InvalidInputError
 
-from langchain_tokenshapley import TokenShapleyCallbackHandler, TokenShapleyCitations
+from langchain_tokenshapley import TokenShapleyCallbackHandler, TokenShapleyCitations, TokenShapleySentenceSources
+from langchain_tokenshapley._convert import SENTENCE_SOURCE_KEYS
 
 
 def assert_reference_citations(citations, answer, context, lc):
@@ -90,6 +91,44 @@ def test_runnable_propagates_bad_context(ts, prompt, keyed_llm, lc):
     chain = lc.rag_chain(ConflictingRetriever(), prompt, keyed_llm).assign(citations=TokenShapleyCitations(ts))
     with pytest.raises(InvalidInputError, match="context\\[0\\] and context\\[1\\] share the id 'same'"):
         chain.invoke({"input": lc.QUESTION})
+
+
+# ---------------------------------------------------------------- TokenShapleySentenceSources
+
+
+PARAPHRASE = "The Paris tower stands 330 metres high. London's great bell was finished in 1859."
+
+
+def test_sentence_sources_in_a_chain_next_to_the_citations(ts, retriever, prompt, lc):
+    """Each answer sentence's document, also where the sentence paraphrases it, in the
+    citations' schema (doc_id, the document's metadata, its sentence's offsets)."""
+    llm = lc.KeyedFakeLLM(answers={lc.QUESTION: PARAPHRASE})
+    chain = lc.rag_chain(retriever, prompt, llm).assign(
+        citations=TokenShapleyCitations(ts), sentence_sources=TokenShapleySentenceSources(ts)
+    )
+    out = chain.invoke({"input": lc.QUESTION})
+    rows = out["sentence_sources"]
+    assert [r["text"] for r in rows] == ["The Paris tower stands 330 metres high.", "London's great bell was finished in 1859."]
+    assert [r["doc_id"] for r in rows] == ["eiffel", "bigben"]
+    by_id = {d.id: d for d in out["context"]}
+    for r in rows:
+        assert list(r) == list(SENTENCE_SOURCE_KEYS)
+        assert PARAPHRASE[r["start"] : r["end"]] == r["text"]
+        assert by_id[r["doc_id"]].page_content[r["sentence_start"] : r["sentence_end"]] == r["sentence"]
+        assert r["metadata"] == by_id[r["doc_id"]].metadata and r["score"] > 0
+        assert [s["doc_id"] for s in r["sources"]][0] == r["doc_id"] and len(r["sources"]) == 2
+    # the same result through the core: the runnable adds nothing of its own
+    result = TokenShapleyCitations(ts).attribute({**out, "answer": PARAPHRASE})
+    assert [a.best.source_id for a in ts.sentence_sources(result)] == ["eiffel", "bigben"]
+
+
+def test_sentence_sources_of_an_empty_answer_or_context(ts, lc):
+    runnable = TokenShapleySentenceSources(ts)
+    assert runnable.invoke({"input": lc.QUESTION, "context": [], "answer": " "}) == []
+    rows = runnable.invoke({"input": lc.QUESTION, "context": [], "answer": lc.ANSWER})
+    assert [(r["text"], r["doc_id"], r["sources"], r["metadata"]) for r in rows] == [(lc.ANSWER, None, [], None)]
+    assert TokenShapleySentenceSources(ts, supported_only=True).invoke(
+        {"input": lc.QUESTION, "context": [], "answer": lc.ANSWER}) == []
 
 
 # ---------------------------------------------------------------- TokenShapleyCallbackHandler

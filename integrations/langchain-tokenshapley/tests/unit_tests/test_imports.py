@@ -4,6 +4,7 @@ EXPECTED_ALL = [
     "ChatTokenShapley",
     "TokenShapleyCallbackHandler",
     "TokenShapleyCitations",
+    "TokenShapleySentenceSources",
 ]
 
 

@@ -35,6 +35,14 @@ What a response gets (``response.metadata``):
 ``"sentence_verdicts"``
     one dict per answer sentence: ``index, start, end, text, verdict, score, n_keywords``
     (``verdict``: supported / partly / unsupported / contradicted).
+``"sentence_sources"``
+    only with ``TokenShapleyPostprocessor(sentence_sources=True)``: one dict per answer
+    sentence saying which node it comes from, in the citations' schema
+    (``AnswerSentenceSources.to_dict(id_key="node_id")``: ``index, start, end, text,
+    node_id, display_name, page, score, sentence, sentence_start, sentence_end, sources``;
+    ``node_id`` None when no node's sentences hold the sentence's content words). It is the
+    sentence game of ``TokenShapley.sentence_sources``, which holds up where the answer
+    paraphrases the nodes; it costs about 0.4 of the attribution on top.
 ``"cited_nodes"``
     the ``NodeWithScore`` objects the answer cites, in footnote order:
     ``cited_nodes[n - 1]`` is the node of footnote ``[^n]`` in
@@ -98,6 +106,7 @@ __all__ = [
 logger = logging.getLogger("llama_index.postprocessor.tokenshapley")
 
 CITATIONS_KEY = "citations"
+SENTENCE_SOURCES_KEY = "sentence_sources"
 ATTRIBUTION_KEY = "attribution"
 ERROR_KEY = "citations_error"
 VERDICTS_KEY = "sentence_verdicts"
@@ -165,6 +174,7 @@ class _Outcome:
     result: Optional[AttributionResult] = None
     error: Optional[str] = None
     cited_nodes: List[NodeWithScore] = field(default_factory=list)
+    sentence_sources: Optional[List[Dict[str, Any]]] = None
 
 
 def _cited_nodes(result: AttributionResult, nodes: List[NodeWithScore]) -> List[NodeWithScore]:
@@ -222,6 +232,8 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
         token_shapley: The attributor; None builds ``TokenShapley()`` (the default
             SmolLM2-135M encoder; the first use ever converts it, ~30 s).
         top_n: Keep only this many nodes (best score first); None keeps all.
+        sentence_sources: Also write ``metadata["sentence_sources"]``: each answer
+            sentence's node (``TokenShapley.sentence_sources``).
         callback_manager: Passed to ``BaseNodePostprocessor`` (engines overwrite it).
 
     Examples:
@@ -237,6 +249,9 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
     top_n: Optional[int] = Field(
         default=None, description="Keep only the top_n highest-scoring nodes (None: keep all).", ge=1
     )
+    sentence_sources: bool = Field(
+        default=False, description='Also write metadata["sentence_sources"]: the node each answer sentence comes from.'
+    )
 
     _ts: TokenShapley = PrivateAttr()
     _run_var: contextvars.ContextVar = PrivateAttr()
@@ -248,6 +263,7 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
         token_shapley: Optional[TokenShapley] = None,
         *,
         top_n: Optional[int] = None,
+        sentence_sources: bool = False,
         **kwargs: Any,
     ) -> None:
         if token_shapley is not None and not isinstance(token_shapley, TokenShapley):
@@ -256,7 +272,9 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
             )
         if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1):
             raise ValueError(f"top_n must be a positive integer or None, got {top_n!r}")
-        super().__init__(top_n=top_n, **kwargs)
+        if not isinstance(sentence_sources, bool):
+            raise TypeError(f"sentence_sources must be a bool, got {type(sentence_sources).__name__}")
+        super().__init__(top_n=top_n, sentence_sources=sentence_sources, **kwargs)
         self._ts = token_shapley if token_shapley is not None else TokenShapley()
         self._run_var = contextvars.ContextVar(f"tokenshapley_run_{id(self):x}", default=None)
 
@@ -312,7 +330,7 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
 
     @classmethod
     def with_citations(
-        cls, token_shapley: Optional[TokenShapley] = None, *, top_n: Optional[int] = None
+        cls, token_shapley: Optional[TokenShapley] = None, *, top_n: Optional[int] = None, sentence_sources: bool = False
     ) -> "TokenShapleyPostprocessor":
         """The postprocessor with its :class:`TokenShapleySpanHandler` already attached to
         the root dispatcher: the one-call set-up, which no engine or ``Settings`` order can
@@ -323,7 +341,7 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
             >>> qe = index.as_query_engine(node_postprocessors=[pp])  # doctest: +SKIP
             >>> qe.query("How tall is the Eiffel Tower?").metadata["citations"]  # doctest: +SKIP
         """
-        pp = cls(token_shapley, top_n=top_n)
+        pp = cls(token_shapley, top_n=top_n, sentence_sources=sentence_sources)
         pp._span_handler = TokenShapleySpanHandler(pp).attach()
         return pp
 
@@ -368,7 +386,12 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
             if not sources:
                 return _Outcome([])
             result = self._ts.attribute(query=run.query or "", sources=sources, response=text)
-            return _Outcome([citation_to_dict(c) for c in result.citations], result, None, _cited_nodes(result, nodes))
+            by_sentence = None
+            if self.sentence_sources:
+                by_sentence = [a.to_dict(id_key="node_id") for a in self._ts.sentence_sources(result)]
+            return _Outcome(
+                [citation_to_dict(c) for c in result.citations], result, None, _cited_nodes(result, nodes), by_sentence
+            )
         except Exception as e:  # never lose the user's answer
             logger.warning("TokenShapley attribution failed; the response has no citations", exc_info=True)
             return _Outcome([], None, f"{type(e).__name__}: {e}")
@@ -461,6 +484,10 @@ def _write_metadata(target: Any, outcome: _Outcome) -> None:
         target.metadata = metadata
     metadata[CITATIONS_KEY] = outcome.citations
     metadata[CITED_NODES_KEY] = outcome.cited_nodes
+    if outcome.sentence_sources is not None:
+        metadata[SENTENCE_SOURCES_KEY] = outcome.sentence_sources
+    else:
+        metadata.pop(SENTENCE_SOURCES_KEY, None)
     if outcome.result is not None:
         metadata[ATTRIBUTION_KEY] = outcome.result
         metadata[VERDICTS_KEY] = [v.to_dict() for v in outcome.result.sentences]
