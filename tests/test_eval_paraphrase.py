@@ -39,6 +39,27 @@ CLAIMS = [
 ]
 
 
+def _write_support_set(tmp_path, claims):
+    """``claims`` as ``<tmp_path>/support/dev.jsonl`` (the support set's schema)."""
+    rows = [{
+        "id": c.id, "question": c.question, "answer": c.answer,
+        "sources": [{"id": s.id, "title": None, "text": s.text} for s in c.sources],
+        "claim": {"start": c.start, "end": c.end, "text": c.claim}, "label": c.label, "meta": {},
+    } for c in claims]
+    path = tmp_path / "support" / "dev.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def _run_lexical_eval(tmp_path, dataset):
+    p = argparse.ArgumentParser()
+    add_eval_arguments(p)
+    out = tmp_path / "rep.json"
+    args = p.parse_args(["--dataset", dataset, "--data", str(tmp_path), "--method", "lexical", "--json", str(out)])
+    assert run_eval(args, lambda m, a: make_baseline(m)) == 0
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
 def test_examples_by_hand():
     exs = paraphrase_examples(CLAIMS, n_distractors=1)
     # only supported claims; "e" is neither an example nor a distractor
@@ -81,23 +102,9 @@ def test_ranking_protocol_by_hand():
 
 
 def test_cli_end_to_end(tmp_path, capsys):
-    rows = []
-    for c in CLAIMS:
-        rows.append({
-            "id": c.id, "question": c.question, "answer": c.answer,
-            "sources": [{"id": s.id, "title": None, "text": s.text} for s in c.sources],
-            "claim": {"start": c.start, "end": c.end, "text": c.claim}, "label": c.label, "meta": {},
-        })
-    path = tmp_path / "support" / "dev.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    _write_support_set(tmp_path, CLAIMS)
     assert [e.id for e in load_paraphrase_set(tmp_path, limit=2)] == ["a", "b"]
-    p = argparse.ArgumentParser()
-    add_eval_arguments(p)
-    out = tmp_path / "rep.json"
-    args = p.parse_args(["--dataset", "paraphrase", "--data", str(tmp_path), "--method", "lexical", "--json", str(out)])
-    assert run_eval(args, lambda m, a: make_baseline(m)) == 0
-    rep = json.loads(out.read_text(encoding="utf-8"))
+    rep = _run_lexical_eval(tmp_path, "paraphrase")
     assert (rep["dataset"], rep["method"], rep["n"]) == ("paraphrase", "lexical", 4)
     assert "paraphrase/lexical: n=4" in capsys.readouterr().err
 
@@ -138,21 +145,9 @@ def test_support_sentence_examples_by_hand():
 
 
 def test_support_sentences_cli_end_to_end(tmp_path, capsys):
-    rows = [{
-        "id": c.id, "question": c.question, "answer": c.answer,
-        "sources": [{"id": s.id, "title": None, "text": s.text} for s in c.sources],
-        "claim": {"start": c.start, "end": c.end, "text": c.claim}, "label": c.label, "meta": {},
-    } for c in SENTENCE_CLAIMS]
-    path = tmp_path / "support" / "dev.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    _write_support_set(tmp_path, SENTENCE_CLAIMS)
     assert [e.id for e in load_support_sentences_set(tmp_path)] == ["s1"]
-    p = argparse.ArgumentParser()
-    add_eval_arguments(p)
-    out = tmp_path / "rep.json"
-    args = p.parse_args(["--dataset", "support-sentences", "--data", str(tmp_path), "--method", "lexical", "--json", str(out)])
-    assert run_eval(args, lambda m, a: make_baseline(m)) == 0
-    rep = json.loads(out.read_text(encoding="utf-8"))
+    rep = _run_lexical_eval(tmp_path, "support-sentences")
     assert (rep["dataset"], rep["method"], rep["n"], rep["metrics"]["n_spans"]) == ("support-sentences", "lexical", 1, 2)
     assert "support-sentences/lexical: n=1 spans=2" in capsys.readouterr().err
 
@@ -181,3 +176,29 @@ def test_tokenshapley_scores_a_whole_sentence_span_by_its_sentence_sources(ts):
     assert rows[0].argmax() == 0 and rows[1].argmax() == 1
     as_spans = TokenShapleyAttributor(ts, sentence_spans="span-scores").score_spans(ex)
     np.testing.assert_allclose(as_spans[0], [res.span_scores(0, 25)[i] for i in ids])
+
+
+def test_the_variants_benchmark_runs_and_the_shipped_rule_is_the_library_call(ts, capsys):
+    """benchmarks/sentence_sources_bench.py --variants on the two hand-made sentences: its
+    table has every rule, and its shipped row is right where sentence_sources is."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sentence_sources_bench.py"
+    spec = importlib.util.spec_from_file_location("sentence_sources_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    (ex,) = support_sentence_examples(SENTENCE_CLAIMS)
+    bench.variants(ts, [ex], first_half=1)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 + len(bench.RULES)
+    shipped = next(line for line in lines if "(shipped)" in line).strip("| ").split(" | ")
+    res = ts.attribute(query=ex.question, sources=ex.sources, response=ex.answer)
+    right = [
+        a.best is not None and a.best.source_id in span.source_ids
+        for a in ts.sentence_sources(res)
+        for span in ex.spans
+        if (span.start, span.end) == (a.start, a.end) or ex.answer[span.start:span.end].strip() == a.text
+    ]
+    assert len(right) == 2
+    assert float(shipped[-1]) == pytest.approx(100 * sum(right) / 2)

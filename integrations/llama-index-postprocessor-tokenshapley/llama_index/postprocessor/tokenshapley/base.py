@@ -42,7 +42,7 @@ What a response gets (``response.metadata``):
     node_id, display_name, page, score, sentence, sentence_start, sentence_end, sources``;
     ``node_id`` None when no node's sentences hold the sentence's content words). It is the
     sentence game of ``TokenShapley.sentence_sources``, which holds up where the answer
-    paraphrases the nodes; it costs about 0.4 of the attribution on top.
+    paraphrases the nodes; it costs about half the attribution on top.
 ``"cited_nodes"``
     the ``NodeWithScore`` objects the answer cites, in footnote order:
     ``cited_nodes[n - 1]`` is the node of footnote ``[^n]`` in
