@@ -192,13 +192,13 @@ class TokenShapleyAttributor:
         res = self.ts.attribute(query=example.question, sources=example.sources, response=example.answer)
         ids = [s.id for s in example.sources]
         answer_sentences = [(v.start, v.end) for v in res.sentences]
-        by_sentence: dict[int, dict[str, float]] | None = None  # sentence_sources, computed once if needed
+        by_sentence: list[dict[str, float]] | None = None  # sentence_sources, in res.sentences' order, once if needed
         rows = []
         for span in example.spans:
             covered = sentences_covered(res.response, answer_sentences, span.start, span.end)
             if self.sentence_spans == "sentence-sources" and covered:
                 if by_sentence is None:
-                    by_sentence = {a.index: {s.source_id: s.score for s in a.sources} for a in self.ts.sentence_sources(res)}
+                    by_sentence = [{s.source_id: s.score for s in a.sources} for a in self.ts.sentence_sources(res)]
                 rows.append(np.array([sum(by_sentence[i].get(sid, 0.0) for i in covered) for sid in ids], dtype=np.float64))
                 continue
             per_source = res.span_scores(span.start, span.end)
