@@ -393,3 +393,13 @@ def test_sentence_sources_with_the_default_embedder_tells_two_paraphrased_senten
         "It was finished in 1889."))
     assert (named[0].best.display_name, named[0].best.page) == ("Tower history", "4")
     assert got[0].best.sentence == sources[0] and got[0].best.score == pytest.approx(1.0)
+
+
+def test_sentence_sources_read_chinese_by_character(ts):
+    """A CJK run is split as the keywords split it (each Han character), so a Chinese answer
+    sentence's words vote: "大本钟在伦敦" is one \\w+ run that no source holds whole."""
+    res = ts.attribute("埃菲尔铁塔有多高？", ["埃菲尔铁塔高330米。它位于巴黎。", "大本钟位于伦敦。"],
+                       "埃菲尔铁塔高330米。大本钟在伦敦。")
+    got = ts.sentence_sources(res)
+    assert [(a.text, a.best.source_id) for a in got] == [("埃菲尔铁塔高330米。", "0"), ("大本钟在伦敦。", "1")]
+    assert got[1].best.sentence == "大本钟位于伦敦。"

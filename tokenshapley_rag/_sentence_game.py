@@ -7,12 +7,13 @@ an answer paraphrases, few of its tokens have such entries. The sentence game ke
 *source sentence* by an embedding of the whole sentence and queries it with the embedding of
 the whole answer sentence; the values are still those of a KNN vote on the answer's words:
 
-for each answer sentence ``a`` and each distinct content word ``w`` of ``a`` (a ``\\w+`` run,
-NFKC + case folded, not a stopword or filler of :mod:`._segment`), the players are the
-candidate source sentences ``j = 1..N``, ranked by cosine similarity ``cos(e_a, e_j)``
-(ties: lower index first), with ``s_j = exp(cos(e_a, e_j) - max_j cos)``; player ``j``
-*matches* when sentence ``j`` holds ``w`` as a word; the utility is the weighted KNN vote of
-:mod:`tokenshapley_rag.shapley` (``U(S) = 1[sum over the top min(K, |S|) of S of +-s_j >= 0]``).
+for each answer sentence ``a`` and each distinct content word ``w`` of ``a``
+(:func:`content_words`: a ``\\w+`` run or a CJK unit, NFKC + case folded, not a stopword or
+filler of :mod:`._segment`), the players are the candidate source sentences ``j = 1..N``,
+ranked by cosine similarity ``cos(e_a, e_j)`` (ties: lower index first), with
+``s_j = exp(cos(e_a, e_j) - max_j cos)``; player ``j`` *matches* when sentence ``j`` holds
+``w`` as a word; the utility is the weighted KNN vote of :mod:`tokenshapley_rag.shapley`
+(``U(S) = 1[sum over the top min(K, |S|) of S of +-s_j >= 0]``).
 A sentence's value is the sum of its exact Shapley values over every (sentence, word) game,
 so it is the exact Shapley value of the summed game. With ``K = 1`` a word credits the
 nearest sentences that hold it and charges the nearer ones that do not.
@@ -29,7 +30,16 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tokenshapley_rag._segment import FILLERS, STOPWORDS, split_sentences
+from tokenshapley_rag._segment import (
+    _CJK_CHARS,
+    _CJK_STOPWORDS,
+    _HAN,
+    _HIRAGANA,
+    _KATAKANA,
+    FILLERS,
+    STOPWORDS,
+    split_sentences,
+)
 from tokenshapley_rag.errors import InvalidInputError
 from tokenshapley_rag.shapley import knn_shapley_batch
 
@@ -38,8 +48,12 @@ __all__ = [
     "evidence_ranking", "evidence_scores", "sentence_game_values", "sentence_source_scores", "sentences_covered", "unit_rows",
 ]
 
-_WORD = re.compile(r"\w+")
-_NON_CONTENT = STOPWORDS | FILLERS
+# A word: a run of word characters outside the scripts written without spaces, or one unit
+# of those scripts as the keywords split them (_segment._CJK_UNIT: each Han character, a run
+# of hiragana, a run of katakana), so "大本钟在伦敦" gives its characters, not one word.
+_WORD = re.compile(rf"[{_HAN}]|[{_HIRAGANA}]+|[{_KATAKANA}]+|(?:(?![{_CJK_CHARS}])\w)+")
+_HIRAGANA_RUN = re.compile(f"[{_HIRAGANA}]+")
+_NON_CONTENT = STOPWORDS | FILLERS | _CJK_STOPWORDS
 
 
 def _words(text: str) -> list[str]:
@@ -47,13 +61,16 @@ def _words(text: str) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
-    """The distinct content words of ``text``, in order (``\\w+``, NFKC + case folded,
-    stopwords and fillers left out).
+    """The distinct content words of ``text``, in order: runs of word characters, a CJK run
+    split as the keywords split it; NFKC + case folded; stopwords, fillers, Chinese function
+    characters and hiragana runs (particles and endings) left out.
 
-    >>> content_words("The Eiffel tower is in Paris, the tower.")
+    >>> content_words("The Eiffel Tower is in Paris, the tower.")
     ['eiffel', 'tower', 'paris']
+    >>> content_words("大本钟在伦敦。東京タワーは高い")
+    ['大', '本', '钟', '伦', '敦', '東', '京', 'タワー', '高']
     """
-    return list(dict.fromkeys(w for w in _words(text) if w not in _NON_CONTENT))
+    return list(dict.fromkeys(w for w in _words(text) if w not in _NON_CONTENT and not _HIRAGANA_RUN.fullmatch(w)))
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
