@@ -326,6 +326,19 @@ def test_sentence_sources_name_each_answer_sentences_node(index, ts):
     assert "sentence_sources" not in plain.metadata and plain.metadata["citations"]
 
 
+def test_sentence_sources_failing_keeps_the_keyword_citations(index, ts, monkeypatch, caplog):
+    def broken(result, **kwargs):
+        raise RuntimeError("embedder unavailable")
+
+    monkeypatch.setattr(ts, "sentence_sources", broken)
+    pp = TokenShapleyPostprocessor(ts, sentence_sources=True)
+    with caplog.at_level(logging.WARNING, logger="llama_index.postprocessor.tokenshapley"):
+        resp = query_engine(index, pp).query(BOTH_Q)
+    check_citations(resp, BOTH_A, EXPECTED_BOTH)
+    assert "sentence_sources" not in resp.metadata and "citations_error" not in resp.metadata
+    assert "sentence sources failed" in caplog.text
+
+
 def test_constructor_validation(pp):
     with pytest.raises(TypeError, match="TokenShapley"):
         TokenShapleyPostprocessor("not a model")

@@ -42,7 +42,8 @@ What a response gets (``response.metadata``):
     node_id, display_name, page, score, sentence, sentence_start, sentence_end, sources``;
     ``node_id`` None when no node's sentences hold the sentence's content words). It is the
     sentence game of ``TokenShapley.sentence_sources``, which holds up where the answer
-    paraphrases the nodes; it costs about half the attribution on top.
+    paraphrases the nodes; it costs about half the attribution on top. If it fails, the key
+    is absent, the keyword citations stay and the error is logged.
 ``"cited_nodes"``
     the ``NodeWithScore`` objects the answer cites, in footnote order:
     ``cited_nodes[n - 1]`` is the node of footnote ``[^n]`` in
@@ -388,7 +389,10 @@ class TokenShapleyPostprocessor(BaseNodePostprocessor):
             result = self._ts.attribute(query=run.query or "", sources=sources, response=text)
             by_sentence = None
             if self.sentence_sources:
-                by_sentence = [a.to_dict(id_key="node_id") for a in self._ts.sentence_sources(result)]
+                try:
+                    by_sentence = [a.to_dict(id_key="node_id") for a in self._ts.sentence_sources(result)]
+                except Exception:  # the keyword citations stand without it
+                    logger.warning("TokenShapley sentence sources failed; the response has no sentence_sources", exc_info=True)
             return _Outcome(
                 [citation_to_dict(c) for c in result.citations], result, None, _cited_nodes(result, nodes), by_sentence
             )
