@@ -84,6 +84,28 @@ def page_of(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _sentence_fields(cited: Any, id_key: str) -> dict[str, Any]:
+    """The fields a cited source sentence has wherever it appears (a keyword's source, an
+    answer sentence's source), in the schema's order."""
+    return {
+        id_key: cited.source_id,
+        "display_name": cited.display_name,
+        "page": cited.page,
+        "score": float(cited.score),
+        "sentence": cited.sentence,
+        "sentence_start": int(cited.sentence_start),
+        "sentence_end": int(cited.sentence_end),
+    }
+
+
+def _best_fields(best: Any, id_key: str) -> dict[str, Any]:
+    """:func:`_sentence_fields` of the best source, flat at the top of a citation; None in
+    each field when there is none."""
+    if best is None:
+        return dict.fromkeys((id_key, "display_name", "page", "score", "sentence", "sentence_start", "sentence_end"))
+    return _sentence_fields(best, id_key)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceAttribution:
     """How much one source explains a keyword, and the sentence of it that is cited.
@@ -120,13 +142,7 @@ class SourceAttribution:
         """Plain JSON-serializable dict of the fields (``id_key``: the name of the id field,
         e.g. ``"node_id"`` in LlamaIndex)."""
         return {
-            id_key: self.source_id,
-            "display_name": self.display_name,
-            "page": self.page,
-            "score": float(self.score),
-            "sentence": self.sentence,
-            "sentence_start": int(self.sentence_start),
-            "sentence_end": int(self.sentence_end),
+            **_sentence_fields(self, id_key),
             "sentence_index": int(self.sentence_index),
             "keyword_start": None if self.keyword_start is None else int(self.keyword_start),
             "keyword_end": None if self.keyword_end is None else int(self.keyword_end),
@@ -201,13 +217,7 @@ class KeywordCitation:
             "status": self.status,
             "supported": bool(self.supported),
             "support": float(self.support),
-            id_key: best.source_id if best else None,
-            "display_name": best.display_name if best else None,
-            "page": best.page if best else None,
-            "score": float(best.score) if best else None,
-            "sentence": best.sentence if best else None,
-            "sentence_start": int(best.sentence_start) if best else None,
-            "sentence_end": int(best.sentence_end) if best else None,
+            **_best_fields(best, id_key),
             "keyword_start": best.keyword_start if best else None,
             "keyword_end": best.keyword_end if best else None,
             "sources": [s.to_dict(id_key=id_key) for s in self.sources],
@@ -335,13 +345,7 @@ class SentenceSource:
         """Plain JSON-serializable dict of the fields (``id_key``: the name of the id field,
         e.g. ``"node_id"`` in LlamaIndex)."""
         return {
-            id_key: self.source_id,
-            "display_name": self.display_name,
-            "page": self.page,
-            "score": float(self.score),
-            "sentence": self.sentence,
-            "sentence_start": int(self.sentence_start),
-            "sentence_end": int(self.sentence_end),
+            **_sentence_fields(self, id_key),
             "sentence_index": int(self.sentence_index),
             "sentence_value": float(self.sentence_value),
         }
@@ -382,13 +386,7 @@ class AnswerSentenceSources:
             "start": int(self.start),
             "end": int(self.end),
             "text": self.text,
-            id_key: best.source_id if best else None,
-            "display_name": best.display_name if best else None,
-            "page": best.page if best else None,
-            "score": float(best.score) if best else None,
-            "sentence": best.sentence if best else None,
-            "sentence_start": int(best.sentence_start) if best else None,
-            "sentence_end": int(best.sentence_end) if best else None,
+            **_best_fields(best, id_key),
             "sources": [s.to_dict(id_key=id_key) for s in self.sources],
         }
 
