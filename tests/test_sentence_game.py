@@ -268,32 +268,36 @@ def test_rank_evidence_refuses_bad_options_by_name(evidence_engine, kwargs, erro
     st.integers(1, 6).flatmap(
         lambda n: st.tuples(
             st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3), min_size=n, max_size=n),
-            st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+            st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4), min_size=1, max_size=3),
             st.lists(st.integers(0, 2), min_size=n, max_size=n),
             st.integers(0, 2**31 - 1),
         )
     )
 )
 def test_sentence_source_scores_sum_the_brute_force_values_per_source(case):
+    """Each answer sentence's row is its own game alone (played in one batch with the others),
+    summed per source."""
     sent_words, answer_words, sources, seed = case
     rng = np.random.default_rng(seed)
     sentences = [" ".join(ws) + "." for ws in sent_words]
-    answer = " ".join(answer_words) + "."
+    answers = [" ".join(ws) + "." for ws in answer_words]
     s_emb = rng.integers(1, 4, size=(len(sentences), 3)).astype(float)
-    a_emb = rng.integers(1, 4, size=3).astype(float)
-    scores, values = sentence_source_scores(answer, a_emb, sentences, s_emb, sources, 3)
-    brute = _brute([answer], a_emb[None, :], sentences, s_emb, 1)
-    np.testing.assert_allclose(values, brute, atol=1e-12)
-    expected = [sum(brute[j] for j in range(len(sentences)) if sources[j] == i) for i in range(3)]
-    np.testing.assert_allclose(scores, expected, atol=1e-12)
+    a_emb = rng.integers(1, 4, size=(len(answers), 3)).astype(float)
+    scores, values = sentence_source_scores(answers, a_emb, sentences, s_emb, sources, 3)
+    assert scores.shape == (len(answers), 3) and values.shape == (len(answers), len(sentences))
+    for i, answer in enumerate(answers):
+        brute = _brute([answer], a_emb[i : i + 1], sentences, s_emb, 1)
+        np.testing.assert_allclose(values[i], brute, atol=1e-12)
+        expected = [sum(brute[j] for j in range(len(sentences)) if sources[j] == s) for s in range(3)]
+        np.testing.assert_allclose(scores[i], expected, atol=1e-12)
 
 
 def test_sentence_source_scores_refuse_a_sentence_without_a_valid_source():
     e = np.eye(2)
     with pytest.raises(InvalidInputError, match=re.escape("sources must give one source in [0, 2) for each of the 2 sentences, got [0, 2]")):
-        sentence_source_scores("Paris.", e[0], ["Paris.", "Rome."], e, [0, 2], 2)
+        sentence_source_scores(["Paris."], e[:1], ["Paris.", "Rome."], e, [0, 2], 2)
     with pytest.raises(InvalidInputError, match="for each of the 2 sentences, got \\[0\\]"):
-        sentence_source_scores("Paris.", e[0], ["Paris.", "Rome."], e, [0], 2)
+        sentence_source_scores(["Paris."], e[:1], ["Paris.", "Rome."], e, [0], 2)
 
 
 ANSWER_OF_TWO = "Paris is in France. It has 2 million people, says the census."
@@ -325,10 +329,11 @@ def test_sentence_sources_is_the_game_of_each_answer_sentence(evidence_engine):
     texts = [r.sentence for r in rows]
     assert [(a.index, a.start, a.end, a.text) for a in got] == [(v.index, v.start, v.end, v.text) for v in result.sentences]
     assert len(got) == 2
-    for answer in got:
-        scores, values = sentence_source_scores(
-            answer.text, embedder([answer.text])[0], texts, embedder(texts), [int(r.source_id) for r in rows], 3
-        )
+    answers = [a.text for a in got]
+    all_scores, all_values = sentence_source_scores(
+        answers, embedder(answers), texts, embedder(texts), [int(r.source_id) for r in rows], 3
+    )
+    for answer, scores, values in zip(got, all_scores, all_values):
         order = np.argsort(-scores, kind="stable")
         assert [s.source_id for s in answer.sources] == [str(i) for i in order]
         np.testing.assert_allclose([s.score for s in answer.sources], scores[order])

@@ -506,12 +506,10 @@ class TokenShapley:
             {"rule": [Options(EVIDENCE_RULES)], "top_k": [NONE, Interval(int, 1, None)]}, {"rule": rule, "top_k": top_k}
         )
         rows = result.sentence_scores
-        if rule != "keyword" and self._evidence_embedder is None:
-            self._evidence_embedder = self.pipeline.question_embedder or MiniLMEmbedder()
         source_index = {s.id: i for i, s in enumerate(result.sources)}
         scores, game = evidence_ranking(
             [s.keyword_score for s in rows], [s.sentence for s in rows], [source_index[s.source_id] for s in rows],
-            result.response, result.query, self._evidence_embedder, rule=rule,
+            result.response, result.query, self._sentence_embedder if rule != "keyword" else None, rule=rule,
         )
         order = np.argsort(-scores, kind="stable")[:top_k]
         return [
@@ -570,21 +568,18 @@ class TokenShapley:
             raise InvalidInputTypeError(f"result must be an AttributionResult, got {type(result).__name__}")
         validate_params({"top_k": [NONE, Interval(int, 1, None)]}, {"top_k": top_k})
         rows = result.sentence_scores
-        if not rows:  # no source sentence (nothing retrieved): nothing to embed or rank
+        if not rows or not result.sentences:  # no source sentence (nothing retrieved): nothing to embed or rank
             return [AnswerSentenceSources(v.index, v.start, v.end, v.text, ()) for v in result.sentences]
-        if self._evidence_embedder is None:
-            self._evidence_embedder = self.pipeline.question_embedder or MiniLMEmbedder()
-        embed = self._evidence_embedder
+        embed = self._sentence_embedder
         source_index = {s.id: i for i, s in enumerate(result.sources)}
         texts = [s.sentence for s in rows]
-        sentence_rows = embed(texts)
-        answer_rows = embed([v.text for v in result.sentences]) if result.sentences else []
+        answers = [v.text for v in result.sentences]
+        all_scores, all_values = sentence_source_scores(
+            answers, embed(answers), texts, embed(texts),
+            [source_index[s.source_id] for s in rows], len(result.sources),
+        )
         out = []
-        for verdict, answer_row in zip(result.sentences, answer_rows):
-            scores, values = sentence_source_scores(
-                verdict.text, answer_row, texts, sentence_rows, [source_index[s.source_id] for s in rows],
-                len(result.sources),
-            )
+        for verdict, scores, values in zip(result.sentences, all_scores, all_values):
             best_of: dict[str, int] = {}
             for j, s in enumerate(rows):  # the first sentence of the highest value in each source
                 if s.source_id not in best_of or values[j] > values[best_of[s.source_id]]:
@@ -603,6 +598,14 @@ class TokenShapley:
                 ))
             out.append(AnswerSentenceSources(verdict.index, verdict.start, verdict.end, verdict.text, tuple(ranked)))
         return out
+
+    @property
+    def _sentence_embedder(self) -> Callable[[Sequence[str]], np.ndarray]:
+        """The sentence game's embedder (rank_evidence, sentence_sources): the engine's
+        question embedder, else the bundled MiniLM, loaded here once."""
+        if self._evidence_embedder is None:
+            self._evidence_embedder = self.pipeline.question_embedder or MiniLMEmbedder()
+        return self._evidence_embedder
 
     def stream(self, query: str = "", sources: Sequence[Any] = (), *, cancel: Any = None) -> AttributionStream:
         """Attribute an answer while it streams: citations of each sentence as soon as it ends.

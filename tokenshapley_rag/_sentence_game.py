@@ -113,21 +113,35 @@ def sentence_game_values(
     >>> sentence_game_values(["Paris."], np.array([[1.0, 0.0, 0.5]]), ["Rome is big.", "Lyon.", "Paris!"], e).tolist()
     [-0.5, 0.0, 0.5]
     """
+    games, _owners = _word_games(answer_sentences, answer_embeddings, sentences, sentence_embeddings, k)
+    return games.sum(axis=0) if len(games) else np.zeros(len(sentences), dtype=np.float64)
+
+
+def _word_games(
+    answer_sentences: Sequence[str],
+    answer_embeddings: np.ndarray,
+    sentences: Sequence[str],
+    sentence_embeddings: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (answer sentence, content word) game of the sentence game: the players' exact
+    Shapley values, one row per game (``(G, len(sentences))``, answer sentence by answer
+    sentence, so each one's games are contiguous), and the answer sentence of each row."""
     a = np.asarray(answer_embeddings, dtype=np.float64)
     u = np.asarray(sentence_embeddings, dtype=np.float64)
     if a.ndim != 2 or a.shape[0] != len(answer_sentences):
         raise InvalidInputError(f"answer_embeddings must have shape ({len(answer_sentences)}, d), got {a.shape}")
     if u.ndim != 2 or u.shape[0] != len(sentences) or (len(sentences) and u.shape[1] != a.shape[1]):
         raise InvalidInputError(f"sentence_embeddings must have shape ({len(sentences)}, {a.shape[1]}), got {u.shape}")
-    out = np.zeros(len(sentences), dtype=np.float64)
+    empty = np.zeros((0, len(sentences)), dtype=np.float64), np.zeros(0, dtype=np.int64)
     if not len(sentences):
-        return out
+        return empty
     holders: dict[str, list[int]] = {}
     for j, text in enumerate(sentences):
         for w in set(_words(text)):
             holders.setdefault(w, []).append(j)
     cos = unit_rows(a) @ unit_rows(u).T  # (n_answer_sentences, N)
-    rows_sims, rows_match = [], []
+    rows_sims, rows_match, owners = [], [], []
     for i, text in enumerate(answer_sentences):
         words = [w for w in content_words(text) if w in holders]
         if not words:
@@ -138,10 +152,11 @@ def sentence_game_values(
             match[holders[w]] = True
             rows_sims.append(sims)
             rows_match.append(match)
-    if rows_sims:
-        # one game per row (the batch is row-wise equal to knn_shapley, tests/test_shapley.py)
-        out += knn_shapley_batch(np.stack(rows_sims), np.stack(rows_match), k).sum(axis=0)
-    return out
+            owners.append(i)
+    if not rows_sims:
+        return empty
+    # one game per row (the batch is row-wise equal to knn_shapley, tests/test_shapley.py)
+    return knn_shapley_batch(np.stack(rows_sims), np.stack(rows_match), k), np.asarray(owners, dtype=np.int64)
 
 
 def evidence_scores(
@@ -244,24 +259,25 @@ def evidence_ranking(
 
 
 def sentence_source_scores(
-    answer_sentence: str,
-    answer_embedding: np.ndarray,
+    answer_sentences: Sequence[str],
+    answer_embeddings: np.ndarray,
     sentences: Sequence[str],
     sentence_embeddings: np.ndarray,
     sources: Sequence[int],
     n_sources: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One answer sentence's score for each source, and each source sentence's value: the
-    sentence game of ``answer_sentence`` (:func:`sentence_game_values`, ``K = 1``) with every
-    source sentence as a player, summed over each source's sentences (docs/method.md §11).
+    """Each answer sentence's score for each source, and each source sentence's value in each
+    answer sentence's game: the sentence game of that one answer sentence
+    (:func:`sentence_game_values`, ``K = 1``) with every source sentence as a player, summed
+    over each source's sentences (docs/method.md §11). Every game is played in one batch.
 
     A sum of exact Shapley values over players is the Shapley value of the coalition, so a
     source's score is the value its sentences add, together, to the answer sentence's votes.
 
     Parameters
     ----------
-    answer_sentence : str
-    answer_embedding : ndarray of shape (d,) or (1, d)
+    answer_sentences : sequence of str
+    answer_embeddings : ndarray of shape (len(answer_sentences), d)
     sentences : sequence of str
         Every source sentence (the players).
     sentence_embeddings : ndarray of shape (len(sentences), d)
@@ -271,8 +287,8 @@ def sentence_source_scores(
 
     Returns
     -------
-    source_scores : ndarray of shape (n_sources,)
-    sentence_values : ndarray of shape (len(sentences),)
+    source_scores : ndarray of shape (len(answer_sentences), n_sources)
+    sentence_values : ndarray of shape (len(answer_sentences), len(sentences))
 
     Examples
     --------
@@ -280,20 +296,24 @@ def sentence_source_scores(
     holds it. Source 1 gains what sentence 2 gains, source 0 loses what sentence 0 loses:
 
     >>> e = np.eye(3)
-    >>> scores, values = sentence_source_scores("Paris.", np.array([1.0, 0.0, 0.5]),
+    >>> scores, values = sentence_source_scores(["Paris."], np.array([[1.0, 0.0, 0.5]]),
     ...                                         ["Rome is big.", "Lyon.", "In Paris."], e, [0, 0, 1], 2)
     >>> scores.tolist(), values.tolist()
-    ([-0.5, 0.5], [-0.5, 0.0, 0.5])
+    ([[-0.5, 0.5]], [[-0.5, 0.0, 0.5]])
     """
     src = np.asarray(sources, dtype=np.int64)
     if src.shape != (len(sentences),) or (len(src) and (src.min() < 0 or src.max() >= n_sources)):
         raise InvalidInputError(
             f"sources must give one source in [0, {n_sources}) for each of the {len(sentences)} sentences, got {list(sources)!r}"
         )
-    query = np.asarray(answer_embedding, dtype=np.float64).reshape(1, -1)
-    values = sentence_game_values([answer_sentence], query, sentences, sentence_embeddings)
-    # bincount adds each source's sentences in index order (deterministic sums).
-    return np.bincount(src, weights=values, minlength=n_sources).astype(np.float64), values
+    games, owners = _word_games(answer_sentences, answer_embeddings, sentences, sentence_embeddings, 1)
+    values = np.zeros((len(answer_sentences), len(sentences)), dtype=np.float64)
+    scores = np.zeros((len(answer_sentences), n_sources), dtype=np.float64)
+    for i in np.unique(owners).tolist():  # an answer sentence with no game keeps zeros
+        values[i] = games[owners == i].sum(axis=0)
+        # bincount adds each source's sentences in index order (deterministic sums).
+        scores[i] = np.bincount(src, weights=values[i], minlength=n_sources)
+    return scores, values
 
 
 def sentences_covered(answer: str, sentences: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:

@@ -73,19 +73,18 @@ SENTENCE_SOURCE_KEYS = (
 )
 
 
-def sentence_sources_to_dicts(
-    attributor: TokenShapley, result: AttributionResult, documents: Mapping[str, Document]
-) -> list[dict[str, Any]]:
+def sentence_sources_to_dicts(attributor: TokenShapley, result: AttributionResult) -> list[dict[str, Any]]:
     """One dict per answer sentence of ``result`` (keys :data:`SENTENCE_SOURCE_KEYS`): the
     documents it comes from, best first (``TokenShapley.sentence_sources``), with
     ``source_id`` named ``doc_id`` (also in ``sources``) and the best document's ``metadata``
-    (None, like the best-document fields, when no document's sentences hold the answer
-    sentence's content words)."""
+    (the copy :func:`documents_to_sources` gave its source; None, like the best-document
+    fields, when no document's sentences hold the answer sentence's content words)."""
+    metadata = {s.id: s.metadata for s in result.sources}
     out = []
     for answer_sentence in attributor.sentence_sources(result):
         row = answer_sentence.to_dict(id_key="doc_id")
         doc_id = row["doc_id"]
-        row["metadata"] = dict(documents[doc_id].metadata) if doc_id is not None else None
+        row["metadata"] = dict(metadata[doc_id]) if doc_id is not None else None
         out.append({key: row[key] for key in SENTENCE_SOURCE_KEYS})
     return out
 

@@ -15,7 +15,6 @@ from tokenshapley_rag.errors import InvalidInputError, InvalidInputTypeError
 from langchain_tokenshapley._convert import (
     attribute_documents,
     check_documents,
-    documents_to_sources,
     message_text,
     sentence_sources_to_dicts,
 )
@@ -217,12 +216,10 @@ class TokenShapleySentenceSources(TokenShapleyCitations):
     """
 
     def _cite(self, input: dict[str, Any]) -> list[dict[str, Any]]:
-        query, documents, answer = self._parse(input)
-        _, result = attribute_documents(self._attributor, query, documents, answer, key=self.context_key)
+        result = self.attribute(input)
         if result is None:
             return []
-        _, by_id = documents_to_sources(documents, self.context_key)
-        rows = sentence_sources_to_dicts(self._attributor(), result, by_id)
+        rows = sentence_sources_to_dicts(self._attributor(), result)
         return [r for r in rows if r["doc_id"] is not None] if self.supported_only else rows
 
     def invoke(
